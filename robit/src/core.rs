@@ -1,0 +1,284 @@
+//! The state a mutex shares with its watchdog, and the transitions between states.
+//!
+//! Every transition that ends a hold — unlock, drop, loss — happens under one lock and
+//! checks the hold's id first, so exactly one of them wins for any hold: loss is
+//! signalled at most once, and never after an unlock that won the race.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::config::Config;
+use crate::stats::StatsCells;
+use crate::{DriverError, FenceToken, Lease, LockError, LossEvent, LossReason, Stats, UnlockError};
+
+pub(crate) struct Core {
+    pub(crate) config: Config,
+    pub(crate) stats: StatsCells,
+    state: StdMutex<Slots>,
+    next_hold: AtomicU64,
+}
+
+struct Slots {
+    state: State,
+    /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
+    last: Option<Ended>,
+}
+
+enum State {
+    Idle,
+    Acquiring,
+    Held(Hold),
+}
+
+struct Ended {
+    id: u64,
+    unreported_loss: Option<LossReason>,
+}
+
+struct Hold {
+    id: u64,
+    lease: Arc<dyn Lease>,
+    fence: FenceToken,
+    acquired_at: Instant,
+    deadline: Instant,
+    lost: CancellationToken,
+    ctl: Arc<HoldCtl>,
+}
+
+/// How the owner of a hold tells its watchdog to stop.
+pub(crate) struct HoldCtl {
+    pub(crate) stop: CancellationToken,
+    /// Set before `stop` when the watchdog should release the lease on its way out
+    /// (the hold was dropped rather than unlocked).
+    pub(crate) release_on_stop: AtomicBool,
+}
+
+/// What `lock()` hands to the guard of a new hold.
+pub(crate) struct Installed {
+    pub(crate) id: u64,
+    pub(crate) fence: FenceToken,
+    pub(crate) lost: CancellationToken,
+}
+
+impl Core {
+    pub(crate) fn new(config: Config) -> Self {
+        Self {
+            config,
+            stats: StatsCells::default(),
+            state: StdMutex::new(Slots {
+                state: State::Idle,
+                last: None,
+            }),
+            next_hold: AtomicU64::new(1),
+        }
+    }
+
+    fn slots(&self) -> MutexGuard<'_, Slots> {
+        // Nothing panics while holding this lock; recover rather than propagate if a
+        // panic ever does.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        self.config.clock.now()
+    }
+
+    /// Idle → Acquiring, or `AlreadyHeld`.
+    pub(crate) fn begin_acquire(&self) -> Result<(), LockError> {
+        let mut slots = self.slots();
+        match slots.state {
+            State::Idle => {
+                slots.state = State::Acquiring;
+                Ok(())
+            }
+            State::Acquiring | State::Held(_) => Err(LockError::AlreadyHeld),
+        }
+    }
+
+    /// Acquiring → Idle, when an acquire fails or is cancelled.
+    pub(crate) fn abort_acquire(&self) {
+        let mut slots = self.slots();
+        if matches!(slots.state, State::Acquiring) {
+            slots.state = State::Idle;
+        }
+    }
+
+    /// Acquiring → Held, and starts the hold's watchdog.
+    pub(crate) fn install(
+        self: &Arc<Self>,
+        runtime: &tokio::runtime::Handle,
+        lease: Box<dyn Lease>,
+        sent: Instant,
+        deadline: Instant,
+    ) -> Installed {
+        let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
+        let lease: Arc<dyn Lease> = Arc::from(lease);
+        let fence = lease.fence();
+        let lost = CancellationToken::new();
+        let ctl = Arc::new(HoldCtl {
+            stop: CancellationToken::new(),
+            release_on_stop: AtomicBool::new(false),
+        });
+        self.slots().state = State::Held(Hold {
+            id,
+            lease: Arc::clone(&lease),
+            fence,
+            acquired_at: self.now(),
+            deadline,
+            lost: lost.clone(),
+            ctl: Arc::clone(&ctl),
+        });
+        let span = tracing::info_span!(target: "robit", "lease", lock = %self.config.name, fence = fence.get());
+        runtime.spawn(
+            crate::watchdog::run(Arc::clone(self), lease, id, ctl, sent, deadline).instrument(span),
+        );
+        Installed { id, fence, lost }
+    }
+
+    /// Publishes a renewed deadline; false if the hold is no longer current.
+    pub(crate) fn extend(&self, id: u64, deadline: Instant) -> bool {
+        match &mut self.slots().state {
+            State::Held(hold) if hold.id == id => {
+                hold.deadline = deadline;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends hold `id` as lost and signals it through every channel, unless the hold
+    /// already ended. Returns whether this call signalled.
+    pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
+        let hold = {
+            let mut slots = self.slots();
+            if !matches!(&slots.state, State::Held(hold) if hold.id == id) {
+                return false;
+            }
+            slots.last = Some(Ended {
+                id,
+                unreported_loss: Some(reason),
+            });
+            match std::mem::replace(&mut slots.state, State::Idle) {
+                State::Held(hold) => hold,
+                State::Idle | State::Acquiring => return false,
+            }
+        };
+        let held_for = self.now().saturating_duration_since(hold.acquired_at);
+        self.stats.lost(held_for);
+        tracing::warn!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), ?held_for, %reason, "lease lost");
+        hold.lost.cancel();
+        let event = LossEvent {
+            name: self.config.name.clone(),
+            fence: hold.fence,
+            reason,
+            held_for,
+        };
+        for callback in &self.config.on_lost {
+            if catch_unwind(AssertUnwindSafe(|| callback(&event))).is_err() {
+                tracing::error!(target: "robit", lock = %self.config.name, "an on_lost callback panicked");
+            }
+        }
+        true
+    }
+
+    /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
+    fn end_voluntarily(&self, id: Option<u64>) -> Result<Hold, UnlockError> {
+        let mut slots = self.slots();
+        let current =
+            matches!(&slots.state, State::Held(hold) if id.is_none_or(|id| id == hold.id));
+        if current {
+            if let State::Held(hold) = std::mem::replace(&mut slots.state, State::Idle) {
+                slots.last = Some(Ended {
+                    id: hold.id,
+                    unreported_loss: None,
+                });
+                drop(slots);
+                self.stats
+                    .released(self.now().saturating_duration_since(hold.acquired_at));
+                return Ok(hold);
+            }
+        }
+        match slots.last.as_mut() {
+            Some(ended) if id.is_none_or(|id| id == ended.id) => match ended.unreported_loss.take()
+            {
+                Some(reason) => Err(UnlockError::Lost(reason)),
+                None => Err(UnlockError::AlreadyReleased),
+            },
+            _ => Err(UnlockError::AlreadyReleased),
+        }
+    }
+
+    /// Unlocks and waits for the backend to confirm the release.
+    pub(crate) async fn unlock(&self, id: Option<u64>) -> Result<(), UnlockError> {
+        let hold = self.end_voluntarily(id)?;
+        hold.ctl.stop.cancel();
+        let result = self
+            .within(self.config.renew_timeout, hold.lease.release())
+            .await;
+        match &result {
+            Ok(()) => {
+                tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "released")
+            }
+            Err(error) => {
+                tracing::warn!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), %error, "release not confirmed; the grant lapses at its expiry")
+            }
+        }
+        Ok(result?)
+    }
+
+    /// Ends the current hold (or hold `id`) and has its watchdog release the lease in the
+    /// background: the path for dropped guards and mutexes.
+    pub(crate) fn release_in_background(&self, id: Option<u64>) {
+        if let Ok(hold) = self.end_voluntarily(id) {
+            tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
+            hold.ctl.release_on_stop.store(true, Ordering::Release);
+            hold.ctl.stop.cancel();
+        }
+    }
+
+    /// Whether hold `id` (or any hold) is current and inside its validity deadline.
+    pub(crate) fn is_held(&self, id: Option<u64>) -> bool {
+        let now = self.now();
+        matches!(&self.slots().state, State::Held(hold) if id.is_none_or(|id| id == hold.id) && now < hold.deadline)
+    }
+
+    /// The current hold's fencing token and lost signal.
+    pub(crate) fn current(&self) -> Option<(FenceToken, CancellationToken)> {
+        match &self.slots().state {
+            State::Held(hold) => Some((hold.fence, hold.lost.child_token())),
+            State::Idle | State::Acquiring => None,
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let current = match &self.slots().state {
+            State::Held(hold) => Some(hold.acquired_at),
+            State::Idle | State::Acquiring => None,
+        };
+        let held = current.map_or(Duration::ZERO, |since| {
+            self.now().saturating_duration_since(since)
+        });
+        self.stats.snapshot(held)
+    }
+
+    /// Runs a backend call with a time limit on this mutex's clock.
+    pub(crate) async fn within<T>(
+        &self,
+        limit: Duration,
+        call: impl Future<Output = Result<T, DriverError>>,
+    ) -> Result<T, DriverError> {
+        let clock = &self.config.clock;
+        let until = clock.now() + limit;
+        tokio::select! {
+            biased;
+            result = call => result,
+            () = clock.sleep_until(until) => Err(DriverError::Timeout(limit)),
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! The backend contract: [`Driver`] and [`Lease`].
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{DriverError, FenceToken, LockName, OwnerToken};
+
+/// A lock backend: grants leases on lock names.
+///
+/// Implement this (and [`Lease`]) to put robit on a new backend. The [`Mutex`](crate::Mutex)
+/// does everything else — validity deadlines, renewal, loss signalling, waiting — so a
+/// driver only has to make four operations atomic on its backend.
+///
+/// # The contract
+///
+/// A *grant* is the triple (name, owner, fencing token), alive on the backend until its
+/// expiry. For every lock name:
+///
+/// 1. **At most one live grant.** [`acquire`](Driver::acquire) creates a grant only when
+///    the name has none, atomically (check-and-set in one backend operation).
+/// 2. **The TTL is a promise.** A grant created by an acquire (or extended by a renew)
+///    that *the client sent at time `t`* must stay live until at least `t + ttl` in real
+///    time. Measuring from when the backend *received* the request satisfies this.
+///    A backend that may drop grants earlier (an eviction, a restart without persistence)
+///    breaks the promise; drivers should document when that can happen.
+/// 3. **Fencing.** Every grant carries a [`FenceToken`] strictly greater than that of every
+///    earlier grant of the same name — across releases, expiries and owners. Tokens start
+///    at 1. A global counter (shared by all names) satisfies this.
+/// 4. **Owner-checked renew and release.** [`Lease::renew`] and [`Lease::release`] act
+///    only on the lease's own grant (same owner *and* token) and only while it is live.
+///    A renew that finds the grant expired answers [`Renewal::Lost`] even if nobody else
+///    holds the name: the client may already have been told it lost the lock.
+/// 5. **Release is idempotent** and never fails because the grant is gone.
+/// 6. **Errors are errors.** Report a failed operation as a [`DriverError`]; never
+///    report `Held` or `Lost` when the backend could not be asked.
+///
+/// The Mutex draws a fresh [`OwnerToken`] for every attempt, so a driver never sees one
+/// owner acquire twice.
+///
+/// Drivers do not need their own timeouts: the Mutex bounds every call and treats a call
+/// that overruns as failed. They should be cancel-safe in the ordinary sense — a dropped
+/// call may or may not have taken effect, and the contract above still holds either way.
+///
+/// The simulator's conformance suite checks all of this against a driver.
+///
+/// # Example
+///
+/// A driver over a backend that is a single in-memory slot per name. Real drivers talk to
+/// a server; see [`LocalDriver`](crate::LocalDriver) for a complete in-process one.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use std::sync::{Arc, Mutex as StdMutex};
+/// use std::time::Duration;
+/// use robit::{async_trait, Acquire, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
+/// use tokio::time::Instant;
+///
+/// #[derive(Default)]
+/// struct Table { next_fence: u64, grants: BTreeMap<LockName, (OwnerToken, FenceToken, Instant)> }
+///
+/// #[derive(Clone, Default)]
+/// struct SlotDriver(Arc<StdMutex<Table>>);
+///
+/// struct SlotLease { table: SlotDriver, name: LockName, owner: OwnerToken, fence: FenceToken }
+///
+/// #[async_trait]
+/// impl Driver for SlotDriver {
+///     async fn acquire(&self, name: &LockName, owner: OwnerToken, ttl: Duration) -> Result<Acquire, DriverError> {
+///         let now = Instant::now();
+///         let mut t = self.0.lock().unwrap();
+///         match t.grants.get(name) {
+///             Some((_, _, until)) if *until > now => {
+///                 Ok(Acquire::Held { expires_in: Some(*until - now) })
+///             }
+///             _ => {
+///                 t.next_fence += 1;
+///                 let fence = FenceToken::new(t.next_fence);
+///                 t.grants.insert(name.clone(), (owner, fence, now + ttl));
+///                 let lease = SlotLease { table: self.clone(), name: name.clone(), owner, fence };
+///                 Ok(Acquire::Granted(Box::new(lease)))
+///             }
+///         }
+///     }
+/// }
+///
+/// #[async_trait]
+/// impl Lease for SlotLease {
+///     fn fence(&self) -> FenceToken { self.fence }
+///
+///     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+///         let now = Instant::now();
+///         let mut t = self.table.0.lock().unwrap();
+///         match t.grants.get_mut(&self.name) {
+///             Some((o, f, until)) if *o == self.owner && *f == self.fence && *until > now => {
+///                 *until = now + ttl;
+///                 Ok(Renewal::Renewed)
+///             }
+///             _ => Ok(Renewal::Lost),
+///         }
+///     }
+///
+///     async fn release(&self) -> Result<(), DriverError> {
+///         let mut t = self.table.0.lock().unwrap();
+///         if matches!(t.grants.get(&self.name), Some((o, f, _)) if *o == self.owner && *f == self.fence) {
+///             t.grants.remove(&self.name);
+///         }
+///         Ok(())
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mutex = robit::Mutex::builder("slot", SlotDriver::default()).build().unwrap();
+/// let guard = mutex.lock().await.unwrap();
+/// assert_eq!(guard.fence(), FenceToken::new(1));
+/// guard.unlock().await.unwrap();
+/// # }
+/// ```
+#[async_trait]
+pub trait Driver: Send + Sync + 'static {
+    /// Tries once to create a grant of `name` for `owner`, live for at least `ttl` from
+    /// the moment this call was made.
+    ///
+    /// Returns [`Acquire::Granted`] with a lease for the new grant, or [`Acquire::Held`] when another owner holds a live grant.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked or refused.
+    async fn acquire(
+        &self,
+        name: &LockName,
+        owner: OwnerToken,
+        ttl: Duration,
+    ) -> Result<Acquire, DriverError>;
+
+    /// Subscribes to releases of `name`, so that waiting `lock()` calls wake as soon as
+    /// the lock is freed instead of at their next poll.
+    ///
+    /// The Mutex subscribes *before* each acquire attempt and awaits the watch only after
+    /// the attempt found the lock held, so a release between the two is not missed: the
+    /// watch must complete if a release (or expiry the driver notices) of `name` happens
+    /// any time after this call. Spurious completions are harmless (the waiter just tries
+    /// again); missed ones cost a poll interval, never correctness.
+    ///
+    /// The default never completes: waiters poll with jittered backoff.
+    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+        let _ = name;
+        ReleaseWatch::never()
+    }
+}
+
+/// The outcome of one acquire attempt.
+///
+/// # Example
+///
+/// ```
+/// use robit::Acquire;
+/// use std::time::Duration;
+///
+/// let held = Acquire::Held { expires_in: Some(Duration::from_secs(3)) };
+/// assert!(matches!(held, Acquire::Held { .. }));
+/// ```
+#[non_exhaustive]
+pub enum Acquire {
+    /// The caller now holds the lock.
+    Granted(Box<dyn Lease>),
+    /// Another owner holds a live grant.
+    Held {
+        /// When that grant expires unless renewed, if the backend says.
+        expires_in: Option<Duration>,
+    },
+}
+
+impl fmt::Debug for Acquire {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Granted(lease) => f.debug_tuple("Granted").field(&lease.fence()).finish(),
+            Self::Held { expires_in } => f
+                .debug_struct("Held")
+                .field("expires_in", expires_in)
+                .finish(),
+        }
+    }
+}
+
+/// The outcome of a renew that reached the backend.
+///
+/// # Example
+///
+/// ```
+/// use robit::Renewal;
+///
+/// assert_ne!(Renewal::Renewed, Renewal::Lost);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// The grant is extended to at least `ttl` from the moment the renew was sent.
+    Renewed,
+    /// The grant is not this lease's any more: expired, evicted or taken over. Definitive.
+    Lost,
+}
+
+/// One granted lease: a handle on a live grant, held by the [`Mutex`](crate::Mutex) for
+/// as long as it believes it holds the lock.
+///
+/// See [`Driver`] for the contract and a complete example.
+#[async_trait]
+pub trait Lease: Send + Sync + 'static {
+    /// The grant's fencing token.
+    fn fence(&self) -> FenceToken;
+
+    /// Extends the grant to at least `ttl` from the moment of this call, if the grant is
+    /// still this lease's and still live.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked: the Mutex retries until the
+    /// validity deadline.
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError>;
+
+    /// Deletes the grant if it is still this lease's. Idempotent; succeeds when the grant
+    /// is already gone.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked; the grant then lapses at
+    /// its expiry.
+    async fn release(&self) -> Result<(), DriverError>;
+
+    /// Completes when the driver learns by itself that the grant is gone (a backend
+    /// notification, an eviction it observed). The Mutex signals loss at once when it
+    /// does. Must be cancel-safe; may be called more than once.
+    ///
+    /// The default never completes; the Mutex's validity deadline and renew answers
+    /// detect every loss anyway, this is only a faster path.
+    async fn lost(&self) {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// A subscription to releases of one lock name; see [`Driver::watch_release`].
+///
+/// # Example
+///
+/// ```
+/// use robit::ReleaseWatch;
+/// use std::sync::Arc;
+/// use tokio::sync::Notify;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let released = Arc::new(Notify::new());
+/// // Created before the release happens, so it cannot miss it.
+/// let watch = ReleaseWatch::new(released.clone().notified_owned());
+/// released.notify_waiters();
+/// watch.await;
+/// # }
+/// ```
+#[must_use = "a watch does nothing unless awaited"]
+pub struct ReleaseWatch {
+    future: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
+}
+
+impl ReleaseWatch {
+    /// A watch that completes when `future` does.
+    pub fn new(future: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self {
+            future: Some(Box::pin(future)),
+        }
+    }
+
+    /// A watch that never completes: the driver has no release notifications.
+    pub fn never() -> Self {
+        Self { future: None }
+    }
+}
+
+impl Future for ReleaseWatch {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.future.as_mut() {
+            Some(future) => future.as_mut().poll(cx),
+            None => Poll::Pending,
+        }
+    }
+}
+
+impl fmt::Debug for ReleaseWatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReleaseWatch")
+            .field("notifies", &self.future.is_some())
+            .finish()
+    }
+}
+
+/// A shared driver is a driver, so one `Arc<dyn Driver>` can serve many mutexes.
+#[async_trait]
+impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        owner: OwnerToken,
+        ttl: Duration,
+    ) -> Result<Acquire, DriverError> {
+        (**self).acquire(name, owner, ttl).await
+    }
+
+    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+        (**self).watch_release(name)
+    }
+}

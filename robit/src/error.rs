@@ -1,0 +1,251 @@
+//! The errors robit returns. Each says what went wrong and what to do about it.
+
+use std::time::Duration;
+
+use crate::LossReason;
+
+/// A boxed error from a backend library, kept as the `source` of a [`DriverError`].
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// A backend operation failed. Returned by [`Driver`](crate::Driver) and
+/// [`Lease`](crate::Lease) implementations.
+///
+/// The distinction that matters to the [`Mutex`](crate::Mutex) is whether retrying can
+/// help ([`DriverError::is_transient`]): a waiting `lock()` retries transient errors until
+/// its wait ends, and gives up at once on the others; the watchdog retries every renew
+/// failure until the validity deadline, because giving up early only loses the lease
+/// sooner.
+///
+/// # Example
+///
+/// ```
+/// use robit::DriverError;
+///
+/// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+/// let err = DriverError::unavailable(refused);
+/// assert!(err.is_transient());
+/// assert!(!DriverError::rejected("WRONGPASS invalid username-password pair").is_transient());
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    /// The backend could not be reached or dropped the connection. Transient.
+    #[error("lock backend unavailable ({source}); the operation is retried while time allows")]
+    Unavailable {
+        /// What the backend library reported.
+        #[source]
+        source: BoxError,
+    },
+    /// The backend did not answer in time. Transient.
+    #[error("lock backend did not answer within {0:?}; check its load and the network")]
+    Timeout(Duration),
+    /// The backend refused the request and will keep refusing it: bad credentials, a key
+    /// of the wrong type, a script error, out of memory. Retrying does not help; fix the
+    /// backend or its configuration.
+    #[error("lock backend rejected the request: {reason}")]
+    Rejected {
+        /// The backend's explanation.
+        reason: String,
+        /// The backend library's error, when there is one.
+        #[source]
+        source: Option<BoxError>,
+    },
+}
+
+impl DriverError {
+    /// A transient connection failure.
+    pub fn unavailable(source: impl Into<BoxError>) -> Self {
+        Self::Unavailable {
+            source: source.into(),
+        }
+    }
+
+    /// A permanent refusal with the backend's explanation.
+    pub fn rejected(reason: impl Into<String>) -> Self {
+        Self::Rejected {
+            reason: reason.into(),
+            source: None,
+        }
+    }
+
+    /// Whether retrying the same request later can succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, Self::Unavailable { .. } | Self::Timeout(_))
+    }
+}
+
+/// [`MutexBuilder::build`](crate::MutexBuilder::build) rejected the configuration.
+///
+/// # Example
+///
+/// ```
+/// use robit::{ConfigError, LocalDriver, Mutex};
+/// use std::time::Duration;
+///
+/// let err = Mutex::builder("jobs", LocalDriver::new())
+///     .ttl(Duration::ZERO)
+///     .build()
+///     .unwrap_err();
+/// assert!(matches!(err, ConfigError::ZeroTtl));
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    /// The lock name is empty.
+    #[error("the lock name is empty; give every lock a non-empty name")]
+    EmptyName,
+    /// The TTL is zero.
+    #[error("the TTL is zero; a lease must last long enough to be renewed (seconds, typically)")]
+    ZeroTtl,
+    /// The TTL is longer than [`MAX_TTL`](crate::MAX_TTL).
+    #[error("a TTL of {ttl:?} is longer than a year; a lease that long is no lease at all")]
+    TtlTooLong {
+        /// The rejected TTL.
+        ttl: Duration,
+    },
+    /// The drift factor is outside `[0, 0.5)` or not a number.
+    #[error(
+        "drift factor {drift_factor} is outside [0, 0.5); it is the fraction by which clocks \
+         may disagree about elapsed time (0.01 by default)"
+    )]
+    DriftOutOfRange {
+        /// The rejected value.
+        drift_factor: f64,
+    },
+    /// The TTL, less drift and safety margin, leaves no time to hold the lock.
+    #[error(
+        "a TTL of {ttl:?} less drift and the safety margin of {safety_margin:?} leaves no \
+         validity; raise the TTL or lower the margin"
+    )]
+    NoValidity {
+        /// The configured TTL.
+        ttl: Duration,
+        /// The configured safety margin.
+        safety_margin: Duration,
+    },
+    /// The renew period is zero.
+    #[error("the renew period is zero; renew every TTL/3 or so")]
+    ZeroRenewPeriod,
+    /// The per-attempt renew timeout is zero.
+    #[error("the renew timeout is zero; allow each renew attempt TTL/3 or so")]
+    ZeroRenewTimeout,
+    /// The first renew attempt could time out at or after the validity deadline, leaving no
+    /// room to retry before the lease is considered lost.
+    #[error(
+        "renew period {renew_period:?} plus renew timeout {renew_timeout:?} does not end \
+         before the validity deadline {validity:?} after acquiring, so a failed renew could \
+         not be retried; shorten the period or the timeout, or raise the TTL"
+    )]
+    NoRoomToRetry {
+        /// The configured renew period.
+        renew_period: Duration,
+        /// The configured renew timeout.
+        renew_timeout: Duration,
+        /// TTL less drift and safety margin.
+        validity: Duration,
+    },
+    /// The retry backoff has a zero base, or a cap below its base.
+    #[error("retry backoff base {base:?} must be non-zero and no larger than its cap {max:?}")]
+    InvalidBackoff {
+        /// The configured base delay.
+        base: Duration,
+        /// The configured cap.
+        max: Duration,
+    },
+}
+
+/// `lock()` did not acquire the lock.
+///
+/// # Example
+///
+/// ```
+/// use robit::{LocalDriver, LockError, Mutex};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let driver = LocalDriver::new();
+/// let first = Mutex::builder("jobs", driver.clone()).build().unwrap();
+/// let second = Mutex::builder("jobs", driver).build().unwrap();
+/// let _guard = first.lock().await.unwrap();
+/// assert!(matches!(second.try_lock().await, Err(LockError::Contended { .. })));
+/// assert!(matches!(first.try_lock().await, Err(LockError::AlreadyHeld)));
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// This Mutex already holds the lock, or another task is acquiring it through this
+    /// same Mutex. robit mutexes are not reentrant: unlock first, or give each
+    /// concurrent task its own Mutex.
+    #[error(
+        "this mutex already holds the lock or is acquiring it; mutexes are not reentrant, \
+         so unlock first or give each task its own mutex"
+    )]
+    AlreadyHeld,
+    /// A single attempt found the lock held by another owner.
+    #[error("the lock is held by another owner{}", fmt_expiry(*.expires_in))]
+    Contended {
+        /// The backend's estimate of when the other grant expires, if it gave one.
+        expires_in: Option<Duration>,
+    },
+    /// The wait timed out.
+    #[error("gave up waiting for the lock after {waited:?}{}", fmt_last(.last_error))]
+    Timeout {
+        /// How long `lock()` waited.
+        waited: Duration,
+        /// The most recent backend error during the wait, if the backend was failing.
+        #[source]
+        last_error: Option<DriverError>,
+    },
+    /// The backend failed in a way that retrying does not fix, or failed on a single
+    /// attempt.
+    #[error(transparent)]
+    Backend(#[from] DriverError),
+    /// `lock()` was called outside a tokio runtime; the lease watchdog needs one.
+    #[error(
+        "no tokio runtime: call lock() from within a tokio runtime, which runs the lease watchdog"
+    )]
+    NoRuntime,
+}
+
+fn fmt_expiry(expires_in: Option<Duration>) -> String {
+    expires_in
+        .map(|d| format!(" (its grant expires in {d:?} unless renewed)"))
+        .unwrap_or_default()
+}
+
+fn fmt_last(last: &Option<DriverError>) -> String {
+    last.as_ref()
+        .map(|e| format!("; the backend was failing: {e}"))
+        .unwrap_or_default()
+}
+
+/// `unlock()` did not release a live lease.
+///
+/// # Example
+///
+/// ```
+/// use robit::{LocalDriver, Mutex, UnlockError};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let mutex = Mutex::builder("jobs", LocalDriver::new()).build().unwrap();
+/// mutex.acquire().await.unwrap();
+/// mutex.unlock().await.unwrap();
+/// assert!(matches!(mutex.unlock().await, Err(UnlockError::AlreadyReleased)));
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum UnlockError {
+    /// Nothing to unlock: the lock was never taken, or was already unlocked (or its loss
+    /// already reported).
+    #[error("the lock is not held: it was never acquired or was already released")]
+    AlreadyReleased,
+    /// The lease had been lost before `unlock()`; the loss was signalled when it happened.
+    /// Work done after that instant was not protected: treat its effects with suspicion.
+    #[error("the lease was lost before unlock ({0}); work after the loss was not exclusive")]
+    Lost(LossReason),
+    /// The backend did not confirm the release. The lock is released locally, and the
+    /// backend frees it when its TTL runs out at the latest.
+    #[error("the backend did not confirm the release; it expires within its TTL: {0}")]
+    Backend(#[from] DriverError),
+}

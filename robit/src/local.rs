@@ -1,0 +1,168 @@
+//! The in-process driver.
+
+mod lease;
+mod table;
+
+use std::fmt;
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use self::lease::LocalLease;
+use self::table::Table;
+use crate::{Acquire, Clock, Driver, DriverError, LockName, OwnerToken, ReleaseWatch, TokioClock};
+
+/// An in-process lock backend with the full driver contract: TTL expiry on an injected
+/// clock, fencing, owner-checked renew and release, release notifications, and a
+/// loss signal when a grant is evicted.
+///
+/// Use it to coordinate tasks inside one process, in tests, and as the simulator's
+/// simplest backend. It is a cheap handle: clones share one lock table, so give a clone to
+/// every [`Mutex`](crate::Mutex) that should contend.
+///
+/// Memory stays bounded by the live grants: released grants are removed at once, and
+/// expired ones at the next operation on the driver. Fencing tokens come from one counter
+/// for the whole driver, so removing a name's entry never lets its tokens go backwards.
+///
+/// # Example
+///
+/// ```
+/// use robit::{LocalDriver, Mutex};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let driver = LocalDriver::new();
+/// let a = Mutex::builder("report", driver.clone()).build().unwrap();
+/// let b = Mutex::builder("report", driver.clone()).build().unwrap();
+///
+/// let guard = a.lock().await.unwrap();
+/// assert!(b.try_lock().await.is_err());
+/// guard.unlock().await.unwrap();
+/// let guard = b.try_lock().await.unwrap();
+/// assert_eq!(guard.fence().get(), 2);
+/// # guard.unlock().await.unwrap();
+/// assert!(driver.is_empty());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct LocalDriver {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    clock: Arc<dyn Clock>,
+    table: StdMutex<Table>,
+}
+
+impl Shared {
+    fn table(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl LocalDriver {
+    /// A driver on tokio's clock.
+    pub fn new() -> Self {
+        Self::with_clock(Arc::new(TokioClock))
+    }
+
+    /// A driver whose grants expire on `clock`: the simulator passes the backend host's
+    /// clock.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                clock,
+                table: StdMutex::new(Table::default()),
+            }),
+        }
+    }
+
+    /// The number of live grants.
+    pub fn len(&self) -> usize {
+        let now = self.shared.clock.now();
+        let mut table = self.shared.table();
+        table.sweep(now);
+        table.len()
+    }
+
+    /// Whether no grant is live.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Deletes the live grant of `name`, as a backend evicting a key would, and signals
+    /// the loss to its holder through [`Lease::lost`](crate::Lease::lost). Returns whether
+    /// there was a live grant. For tests of loss handling.
+    pub fn evict(&self, name: &LockName) -> bool {
+        let now = self.shared.clock.now();
+        let mut table = self.shared.table();
+        table.sweep(now);
+        table.evict(name)
+    }
+}
+
+impl Default for LocalDriver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for LocalDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LocalDriver")
+            .field("clock", &self.shared.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Driver for LocalDriver {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        owner: OwnerToken,
+        ttl: Duration,
+    ) -> Result<Acquire, DriverError> {
+        let now = self.shared.clock.now();
+        let mut table = self.shared.table();
+        table.sweep(now);
+        Ok(match table.grant(name, owner, now, ttl) {
+            Ok(grant) => Acquire::Granted(Box::new(LocalLease::new(
+                Arc::clone(&self.shared),
+                name.clone(),
+                owner,
+                grant,
+            ))),
+            Err(expires_in) => Acquire::Held {
+                expires_in: Some(expires_in),
+            },
+        })
+    }
+
+    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+        let notified = self.shared.table().watch(name);
+        let unwatch = Unwatch {
+            shared: Arc::clone(&self.shared),
+            name: name.clone(),
+        };
+        ReleaseWatch::new(async move {
+            let _unwatch = unwatch;
+            notified.await;
+        })
+    }
+}
+
+/// Drops one watcher of a name when its watch goes away.
+struct Unwatch {
+    shared: Arc<Shared>,
+    name: LockName,
+}
+
+impl Drop for Unwatch {
+    fn drop(&mut self) {
+        self.shared.table().unwatch(&self.name);
+    }
+}
+
+#[cfg(test)]
+mod tests;

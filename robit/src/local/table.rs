@@ -1,0 +1,169 @@
+//! The local driver's lock table.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, futures::OwnedNotified};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::{FenceToken, LockName, OwnerToken};
+
+/// All grants of one local driver.
+///
+/// `grants` is only ever looked up, never iterated; the one ordered walk (expiry) goes
+/// through the `expiries` B-tree, so behaviour never depends on hash order.
+#[derive(Default)]
+pub(super) struct Table {
+    grants: HashMap<LockName, Grant>,
+    /// (expiry, fence) → name: the sweep order. Fences are unique, so keys are too.
+    expiries: BTreeMap<(Instant, FenceToken), LockName>,
+    watchers: HashMap<LockName, Watchers>,
+    last_fence: u64,
+}
+
+pub(super) struct Grant {
+    pub(super) owner: OwnerToken,
+    pub(super) fence: FenceToken,
+    expires_at: Instant,
+    /// Cancelled when the driver drops the grant by itself (expiry, eviction).
+    pub(super) gone: CancellationToken,
+}
+
+struct Watchers {
+    notify: Arc<Notify>,
+    count: usize,
+}
+
+impl Table {
+    pub(super) fn len(&self) -> usize {
+        self.grants.len()
+    }
+
+    #[cfg(test)]
+    pub(super) fn footprint(&self) -> (usize, usize, usize) {
+        (self.grants.len(), self.expiries.len(), self.watchers.len())
+    }
+
+    /// Removes every grant that expired at or before `now`.
+    pub(super) fn sweep(&mut self, now: Instant) {
+        while let Some(entry) = self.expiries.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            let name = entry.remove();
+            if let Some(grant) = self.grants.remove(&name) {
+                grant.gone.cancel();
+            }
+            self.notify(&name);
+        }
+    }
+
+    /// Grants `name` to `owner` until `now + ttl`, or returns how long the live grant has
+    /// left. The caller has swept, so any grant found is live.
+    pub(super) fn grant(
+        &mut self,
+        name: &LockName,
+        owner: OwnerToken,
+        now: Instant,
+        ttl: Duration,
+    ) -> Result<(FenceToken, CancellationToken), Duration> {
+        if let Some(grant) = self.grants.get(name) {
+            return Err(grant.expires_at.saturating_duration_since(now));
+        }
+        self.last_fence += 1;
+        let fence = FenceToken::new(self.last_fence);
+        let gone = CancellationToken::new();
+        let expires_at = now + ttl;
+        self.expiries.insert((expires_at, fence), name.clone());
+        self.grants.insert(
+            name.clone(),
+            Grant {
+                owner,
+                fence,
+                expires_at,
+                gone: gone.clone(),
+            },
+        );
+        Ok((fence, gone))
+    }
+
+    /// Extends the grant if it is `owner`'s `fence` and live (the caller has swept).
+    pub(super) fn renew(
+        &mut self,
+        name: &LockName,
+        owner: OwnerToken,
+        fence: FenceToken,
+        until: Instant,
+    ) -> bool {
+        let Some(grant) = self.grants.get_mut(name) else {
+            return false;
+        };
+        if grant.owner != owner || grant.fence != fence {
+            return false;
+        }
+        self.expiries.remove(&(grant.expires_at, fence));
+        grant.expires_at = until;
+        self.expiries.insert((until, fence), name.clone());
+        true
+    }
+
+    /// Deletes the grant if it is `owner`'s `fence`; idempotent.
+    pub(super) fn release(&mut self, name: &LockName, owner: OwnerToken, fence: FenceToken) {
+        let ours = self
+            .grants
+            .get(name)
+            .is_some_and(|grant| grant.owner == owner && grant.fence == fence);
+        if ours {
+            self.remove(name);
+        }
+    }
+
+    /// Deletes whatever grant `name` has and signals its loss.
+    pub(super) fn evict(&mut self, name: &LockName) -> bool {
+        match self.remove(name) {
+            Some(grant) => {
+                grant.gone.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn remove(&mut self, name: &LockName) -> Option<Grant> {
+        let grant = self.grants.remove(name)?;
+        self.expiries.remove(&(grant.expires_at, grant.fence));
+        self.notify(name);
+        Some(grant)
+    }
+
+    fn notify(&self, name: &LockName) {
+        if let Some(watchers) = self.watchers.get(name) {
+            watchers.notify.notify_waiters();
+        }
+    }
+
+    /// Subscribes to the next release of `name`. The returned future is registered at
+    /// once, so a release before it is first polled still completes it.
+    pub(super) fn watch(&mut self, name: &LockName) -> OwnedNotified {
+        let watchers = self
+            .watchers
+            .entry(name.clone())
+            .or_insert_with(|| Watchers {
+                notify: Arc::new(Notify::new()),
+                count: 0,
+            });
+        watchers.count += 1;
+        Arc::clone(&watchers.notify).notified_owned()
+    }
+
+    pub(super) fn unwatch(&mut self, name: &LockName) {
+        if let Some(watchers) = self.watchers.get_mut(name) {
+            watchers.count -= 1;
+            if watchers.count == 0 {
+                self.watchers.remove(name);
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! What the on-lost callbacks are told.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::{FenceToken, LockName};
+
+/// Why a lease was lost.
+///
+/// # Example
+///
+/// ```
+/// use robit::LossReason;
+///
+/// assert_eq!(LossReason::DeadlinePassed.to_string(), "the validity deadline passed without a successful renew");
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LossReason {
+    /// The validity deadline passed without a successful renew: renewals failed, timed
+    /// out, or the process was paused.
+    DeadlinePassed,
+    /// A renew answered that the grant no longer belongs to this owner (it expired on the
+    /// backend, was evicted, or was taken over).
+    NotOwner,
+    /// The driver reported the loss by itself, through [`Lease::lost`](crate::Lease::lost).
+    DriverSignalled,
+}
+
+impl fmt::Display for LossReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::DeadlinePassed => "the validity deadline passed without a successful renew",
+            Self::NotOwner => "a renew answered that the grant belongs to someone else now",
+            Self::DriverSignalled => "the driver reported the grant gone",
+        })
+    }
+}
+
+/// A lost lease, as handed to the on-lost callbacks.
+///
+/// # Example
+///
+/// ```
+/// use robit::{LocalDriver, LossEvent, Mutex};
+///
+/// let mutex = Mutex::builder("reports", LocalDriver::new())
+///     .on_lost(|event: &LossEvent| {
+///         eprintln!("lost {} (fence {}) after {:?}: {}", event.name, event.fence, event.held_for, event.reason);
+///     })
+///     .build()
+///     .unwrap();
+/// # drop(mutex);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone)]
+pub struct LossEvent {
+    /// The lock's name.
+    pub name: LockName,
+    /// The fencing token of the lost grant.
+    pub fence: FenceToken,
+    /// Why it was lost.
+    pub reason: LossReason,
+    /// How long the lease was held, by this client's clock.
+    pub held_for: Duration,
+}

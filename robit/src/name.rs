@@ -1,0 +1,94 @@
+//! The name of a lock.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// The name of a lock: any non-empty byte string.
+///
+/// Two [`Mutex`](crate::Mutex)es with the same name, over the same backend, exclude each
+/// other. Names are bytes rather than `str` because backends key on bytes and callers
+/// often build names from ids that are not text. Cloning is cheap (the bytes are shared).
+///
+/// `Display` shows the name as text, escaping bytes that are not printable UTF-8, so a
+/// name can always be logged safely.
+///
+/// # Example
+///
+/// ```
+/// use robit::LockName;
+///
+/// let by_text = LockName::from("orders/42");
+/// let by_bytes = LockName::from(&b"orders/42"[..]);
+/// assert_eq!(by_text, by_bytes);
+/// assert_eq!(by_text.as_bytes(), b"orders/42");
+/// assert_eq!(LockName::from(&b"\xff"[..]).to_string(), "\\xff");
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockName(Arc<[u8]>);
+
+impl LockName {
+    /// The name's bytes, as a backend should key on them.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Whether the name is empty. An empty name is rejected by
+    /// [`MutexBuilder::build`](crate::MutexBuilder::build).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl From<&[u8]> for LockName {
+    fn from(bytes: &[u8]) -> Self {
+        Self(Arc::from(bytes))
+    }
+}
+
+impl From<Vec<u8>> for LockName {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self(Arc::from(bytes))
+    }
+}
+
+impl From<&str> for LockName {
+    fn from(text: &str) -> Self {
+        Self::from(text.as_bytes())
+    }
+}
+
+impl From<String> for LockName {
+    fn from(text: String) -> Self {
+        Self::from(text.into_bytes())
+    }
+}
+
+impl AsRef<[u8]> for LockName {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Display for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for chunk in self.0.utf8_chunks() {
+            for c in chunk.valid().chars() {
+                if c.is_control() {
+                    write!(f, "{}", c.escape_default())?;
+                } else {
+                    write!(f, "{c}")?;
+                }
+            }
+            for b in chunk.invalid() {
+                write!(f, "\\x{b:02x}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for LockName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "LockName(\"{self}\")")
+    }
+}

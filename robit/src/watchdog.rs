@@ -1,0 +1,113 @@
+//! The task that keeps one hold's lease alive, and signals its loss.
+//!
+//! One watchdog runs per hold. It renews the lease every renew period (measured from the
+//! *send* time of the last successful acquire or renew), retries failed renews, and owns
+//! the validity deadline: the instant the deadline passes without a successful renew, it
+//! signals loss — which is before the backend can grant the lock to anyone else, because
+//! the deadline is `send time + TTL × (1 − drift) − margin` and the backend keeps the
+//! grant until at least `send time + TTL`.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::core::{Core, HoldCtl};
+use crate::{DriverError, Lease, LossReason, Renewal};
+
+/// What ended a renew attempt.
+enum Attempt {
+    Done(Result<Renewal, DriverError>),
+    Stopped,
+    DriverSignalled,
+    DeadlinePassed,
+}
+
+pub(crate) async fn run(
+    core: Arc<Core>,
+    lease: Arc<dyn Lease>,
+    id: u64,
+    ctl: Arc<HoldCtl>,
+    sent: Instant,
+    mut deadline: Instant,
+) {
+    let config = &core.config;
+    let clock = &*config.clock;
+    let mut driver_lost = pin!(lease.lost());
+    let mut next_renew = sent + config.renew_period;
+
+    let reason = loop {
+        tokio::select! {
+            biased;
+            () = ctl.stop.cancelled() => break None,
+            () = &mut driver_lost => break Some(LossReason::DriverSignalled),
+            () = clock.sleep_until(deadline) => break Some(LossReason::DeadlinePassed),
+            () = clock.sleep_until(next_renew) => {}
+        }
+
+        let sent = clock.now();
+        let attempt_end = (sent + config.renew_timeout).min(deadline);
+        let attempt = tokio::select! {
+            biased;
+            () = ctl.stop.cancelled() => Attempt::Stopped,
+            () = &mut driver_lost => Attempt::DriverSignalled,
+            // The deadline wins a tie with the reply: past it, we no longer believe we
+            // hold the lock, whatever the backend says later.
+            () = clock.sleep_until(deadline) => Attempt::DeadlinePassed,
+            result = lease.renew(config.ttl) => Attempt::Done(result),
+            () = clock.sleep_until(attempt_end) => Attempt::Done(Err(DriverError::Timeout(attempt_end - sent))),
+        };
+
+        match attempt {
+            Attempt::Stopped => break None,
+            Attempt::DriverSignalled => break Some(LossReason::DriverSignalled),
+            Attempt::DeadlinePassed => break Some(LossReason::DeadlinePassed),
+            Attempt::Done(Ok(Renewal::Renewed)) => {
+                let slack = deadline.saturating_duration_since(clock.now());
+                deadline = sent + config.validity;
+                if !core.extend(id, deadline) {
+                    break None;
+                }
+                core.stats.renewed(slack);
+                next_renew = sent + config.renew_period;
+                tracing::trace!(target: "robit", ?slack, "renewed");
+            }
+            Attempt::Done(Ok(Renewal::Lost)) => break Some(LossReason::NotOwner),
+            Attempt::Done(Err(error)) => {
+                core.stats.renew_failed();
+                let left = deadline.saturating_duration_since(clock.now());
+                tracing::warn!(target: "robit", %error, ?left, "renew failed; retrying before the validity deadline");
+                next_renew = clock.now() + retry_delay(&core, left);
+            }
+        }
+    };
+
+    match reason {
+        Some(reason) => {
+            if core.lose(id, reason) && reason == LossReason::DeadlinePassed {
+                // The grant may still be live on the backend; free it early for the
+                // next waiter. Owner-checked, so harmless if it is already gone.
+                let _ = core.within(config.renew_timeout, lease.release()).await;
+            }
+        }
+        None => {
+            if ctl.release_on_stop.load(Ordering::Acquire) {
+                if let Err(error) = core.within(config.renew_timeout, lease.release()).await {
+                    tracing::warn!(target: "robit", %error, "background release not confirmed; the grant lapses at its expiry");
+                }
+            }
+        }
+    }
+}
+
+/// How long to wait before retrying a failed renew: a jittered quarter of the renew
+/// period, but never so long that fewer than two more attempts fit before the deadline.
+fn retry_delay(core: &Core, left: Duration) -> Duration {
+    let config = &core.config;
+    let ceiling = (config.renew_period / 4).min(left / 3);
+    let half = ceiling / 2;
+    let jitter = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    half + Duration::from_nanos(config.entropy.below_or_equal(jitter))
+}
