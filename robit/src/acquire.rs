@@ -9,6 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::config::MIN_RETRY_DELAY;
 use crate::core::{Core, Installed};
 use crate::{Acquire, DriverError, LockError, OwnerToken, Wait};
 
@@ -118,7 +119,7 @@ async fn attempts(
         };
 
         let now = clock.now();
-        let mut wake_at = now + delay;
+        let mut wake_at = now + delay.max(MIN_RETRY_DELAY);
         if let Some(give_up_at) = give_up_at {
             if now >= give_up_at {
                 return Err(LockError::Timeout {

@@ -21,6 +21,10 @@ pub const DEFAULT_BACKOFF_BASE: Duration = Duration::from_millis(5);
 /// Default cap on a waiting `lock()`'s retry delay: the longest a waiter can sleep between
 /// polls when no release notification reaches it.
 pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_millis(250);
+/// The shortest wait between two attempts (acquire or renew). A zero delay would let a
+/// fast-failing backend spin the task; under paused or simulated time, where the clock
+/// only moves while tasks are idle, it would never end.
+pub(crate) const MIN_RETRY_DELAY: Duration = Duration::from_millis(1);
 /// The longest TTL [`MutexBuilder::build`] accepts. Longer leases are indistinguishable
 /// from no lease at all, and deadline arithmetic must not overflow.
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);

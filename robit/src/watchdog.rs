@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::config::MIN_RETRY_DELAY;
 use crate::core::{Core, HoldCtl};
 use crate::{DriverError, Lease, LossReason, Renewal};
 
@@ -103,11 +104,12 @@ pub(crate) async fn run(
 }
 
 /// How long to wait before retrying a failed renew: a jittered quarter of the renew
-/// period, but never so long that fewer than two more attempts fit before the deadline.
+/// period, but never so long that fewer than two more attempts fit before the deadline,
+/// and never less than [`MIN_RETRY_DELAY`].
 fn retry_delay(core: &Core, left: Duration) -> Duration {
     let config = &core.config;
     let ceiling = (config.renew_period / 4).min(left / 3);
     let half = ceiling / 2;
     let jitter = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    half + Duration::from_nanos(config.entropy.below_or_equal(jitter))
+    (half + Duration::from_nanos(config.entropy.below_or_equal(jitter))).max(MIN_RETRY_DELAY)
 }

@@ -1,0 +1,253 @@
+//! Test helpers: a fault-injecting driver over the local driver, and event recorders.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use robit::{
+    Acquire, Driver, DriverError, FenceToken, Lease, LocalDriver, LockName, LossEvent, LossReason,
+    MutexBuilder, OwnerToken, ReleaseWatch, Renewal, async_trait,
+};
+use tokio::time::Instant;
+
+/// How renew calls misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenewFault {
+    /// Pass through to the local driver.
+    None,
+    /// Fail this many calls with a transient error, then pass through.
+    Fail(u32),
+    /// Never answer.
+    Hang,
+    /// Answer `Lost` without asking the backend.
+    AnswerLost,
+}
+
+/// How acquire calls misbehave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireFault {
+    None,
+    /// Fail this many calls with a transient error, then pass through.
+    FailTransient(u32),
+    /// Fail every call with a permanent error.
+    Reject,
+    /// Grant on the backend, then hold the reply back this long (once).
+    DelayReply(Duration),
+}
+
+#[derive(Debug)]
+pub struct Faults {
+    renew: StdMutex<RenewFault>,
+    acquire: StdMutex<AcquireFault>,
+    pub renew_calls: AtomicU32,
+    pub acquire_calls: AtomicU32,
+    pub live_leases: AtomicUsize,
+    pub release_hangs: std::sync::atomic::AtomicBool,
+    pub notifications: bool,
+}
+
+/// The local driver with injectable faults on acquire and renew.
+#[derive(Clone)]
+pub struct FaultyDriver {
+    pub local: LocalDriver,
+    pub faults: Arc<Faults>,
+}
+
+impl FaultyDriver {
+    pub fn new() -> Self {
+        Self::over(LocalDriver::new(), true)
+    }
+
+    /// Without release notifications: waiters must poll.
+    pub fn polling() -> Self {
+        Self::over(LocalDriver::new(), false)
+    }
+
+    pub fn over(local: LocalDriver, notifications: bool) -> Self {
+        Self {
+            local,
+            faults: Arc::new(Faults {
+                renew: StdMutex::new(RenewFault::None),
+                acquire: StdMutex::new(AcquireFault::None),
+                renew_calls: AtomicU32::new(0),
+                acquire_calls: AtomicU32::new(0),
+                live_leases: AtomicUsize::new(0),
+                release_hangs: std::sync::atomic::AtomicBool::new(false),
+                notifications,
+            }),
+        }
+    }
+
+    pub fn set_renew(&self, fault: RenewFault) {
+        *self.faults.renew.lock().unwrap() = fault;
+    }
+
+    pub fn set_acquire(&self, fault: AcquireFault) {
+        *self.faults.acquire.lock().unwrap() = fault;
+    }
+
+    /// Makes every release hang (the backend keeps grants until they expire).
+    pub fn set_release_hangs(&self, hangs: bool) {
+        self.faults.release_hangs.store(hangs, Ordering::SeqCst);
+    }
+
+    pub fn live_leases(&self) -> usize {
+        self.faults.live_leases.load(Ordering::SeqCst)
+    }
+
+    pub fn renew_calls(&self) -> u32 {
+        self.faults.renew_calls.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Driver for FaultyDriver {
+    async fn acquire(
+        &self,
+        name: &LockName,
+        owner: OwnerToken,
+        ttl: Duration,
+    ) -> Result<Acquire, DriverError> {
+        self.faults.acquire_calls.fetch_add(1, Ordering::SeqCst);
+        let fault = {
+            let mut fault = self.faults.acquire.lock().unwrap();
+            let now = *fault;
+            *fault = match now {
+                AcquireFault::FailTransient(n) if n > 1 => AcquireFault::FailTransient(n - 1),
+                AcquireFault::FailTransient(_) | AcquireFault::DelayReply(_) => AcquireFault::None,
+                other => other,
+            };
+            now
+        };
+        match fault {
+            AcquireFault::FailTransient(_) => {
+                return Err(DriverError::unavailable(std::io::Error::from(
+                    std::io::ErrorKind::ConnectionRefused,
+                )));
+            }
+            AcquireFault::Reject => return Err(DriverError::rejected("WRONGPASS")),
+            AcquireFault::None | AcquireFault::DelayReply(_) => {}
+        }
+        let answer = self.local.acquire(name, owner, ttl).await?;
+        if let AcquireFault::DelayReply(delay) = fault {
+            tokio::time::sleep(delay).await;
+        }
+        Ok(match answer {
+            Acquire::Granted(inner) => {
+                self.faults.live_leases.fetch_add(1, Ordering::SeqCst);
+                Acquire::Granted(Box::new(FaultyLease {
+                    inner,
+                    faults: Arc::clone(&self.faults),
+                }))
+            }
+            held => held,
+        })
+    }
+
+    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+        if self.faults.notifications {
+            self.local.watch_release(name)
+        } else {
+            ReleaseWatch::never()
+        }
+    }
+}
+
+pub struct FaultyLease {
+    inner: Box<dyn Lease>,
+    faults: Arc<Faults>,
+}
+
+impl Drop for FaultyLease {
+    fn drop(&mut self) {
+        self.faults.live_leases.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl Lease for FaultyLease {
+    fn fence(&self) -> FenceToken {
+        self.inner.fence()
+    }
+
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+        self.faults.renew_calls.fetch_add(1, Ordering::SeqCst);
+        let fault = {
+            let mut fault = self.faults.renew.lock().unwrap();
+            let now = *fault;
+            if let RenewFault::Fail(n) = now {
+                *fault = if n > 1 {
+                    RenewFault::Fail(n - 1)
+                } else {
+                    RenewFault::None
+                };
+            }
+            now
+        };
+        match fault {
+            RenewFault::None => self.inner.renew(ttl).await,
+            RenewFault::Fail(_) => Err(DriverError::unavailable(std::io::Error::from(
+                std::io::ErrorKind::ConnectionReset,
+            ))),
+            RenewFault::Hang => std::future::pending().await,
+            RenewFault::AnswerLost => Ok(Renewal::Lost),
+        }
+    }
+
+    async fn release(&self) -> Result<(), DriverError> {
+        if self.faults.release_hangs.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        self.inner.release().await
+    }
+
+    async fn lost(&self) {
+        self.inner.lost().await;
+    }
+}
+
+/// Records every loss event with the instant it was signalled.
+#[derive(Clone, Default)]
+pub struct LossLog(Arc<StdMutex<Vec<(Instant, LossEvent)>>>);
+
+impl LossLog {
+    pub fn attach(&self, builder: MutexBuilder) -> MutexBuilder {
+        let log = self.clone();
+        builder.on_lost(move |event| log.0.lock().unwrap().push((Instant::now(), event.clone())))
+    }
+
+    pub fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    pub fn reasons(&self) -> Vec<LossReason> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, e)| e.reason)
+            .collect()
+    }
+
+    pub fn first_at(&self) -> Option<Instant> {
+        self.0.lock().unwrap().first().map(|(at, _)| *at)
+    }
+}
+
+/// Fails the test, rather than hanging it, if `future` does not finish within `limit`
+/// (paused time: this costs no real time).
+pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
+    match tokio::time::timeout(limit, future).await {
+        Ok(value) => value,
+        Err(_) => panic!("{what} did not happen within {limit:?}"),
+    }
+}
+
+/// Lets spawned tasks (watchdogs, background releases) run without moving time.
+pub async fn settle() {
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+}
