@@ -54,6 +54,12 @@
 //! Spans `lock` (an acquire) and `lease` (a hold's watchdog) and events for acquire,
 //! renew, loss and release are emitted under the target `robit`.
 
+// Library code reports errors; it does not unwrap them. (Tests may.)
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod acquire;
 mod clock;
 mod config;
