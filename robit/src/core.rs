@@ -134,7 +134,7 @@ impl Core {
             lost: lost.clone(),
             ctl: Arc::clone(&ctl),
         });
-        let span = tracing::info_span!(target: "robit", "lease", lock = %self.config.name, fence = fence.get());
+        let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %self.config.name, fence = fence.get());
         runtime.spawn(
             crate::watchdog::run(Arc::clone(self), lease, id, ctl, sent, deadline).instrument(span),
         );

@@ -95,3 +95,8 @@ pub use crate::mutex::Mutex;
 pub use crate::name::LockName;
 pub use crate::owner::OwnerToken;
 pub use crate::stats::Stats;
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
