@@ -69,8 +69,9 @@ async fn attempts(
 ) -> Result<Installed, LockError> {
     let config = &core.config;
     let clock = &*config.clock;
+    // A wait too long to represent is a wait without end.
     let give_up_at = match wait {
-        Wait::Timeout(limit) => Some(started.checked_add(limit).unwrap_or(started)),
+        Wait::Timeout(limit) => started.checked_add(limit),
         Wait::Try | Wait::Forever => None,
     };
     let mut last_error = None;
@@ -84,9 +85,14 @@ async fn attempts(
         // later attempt.
         let owner = OwnerToken::generate(&*config.entropy);
         let sent = clock.now();
-        let answer = core
-            .within(config.renew_timeout, InFlight::start(core, owner))
-            .await;
+        // An attempt may take the renew timeout, but never past the end of the wait.
+        let limit = give_up_at.map_or(config.renew_timeout, |at| {
+            config
+                .renew_timeout
+                .min(at.saturating_duration_since(sent))
+                .max(MIN_RETRY_DELAY)
+        });
+        let answer = core.within(limit, InFlight::start(core, owner)).await;
         let delay = match answer {
             Ok(Acquire::Granted(lease)) => {
                 let deadline = sent + config.validity;
@@ -131,7 +137,12 @@ async fn attempts(
         }
         tokio::select! {
             biased;
-            () = released => tracing::trace!(target: "robit", "woken by a release"),
+            () = released => {
+                tracing::trace!(target: "robit", "woken by a release");
+                // Even a release wakes no sooner than the floor after the last attempt:
+                // a watch that completes spuriously, again and again, must not spin.
+                clock.sleep_until(sent + MIN_RETRY_DELAY).await;
+            }
             () = clock.sleep_until(wake_at) => {}
         }
         attempt = attempt.saturating_add(1);

@@ -25,6 +25,10 @@ pub const DEFAULT_BACKOFF_MAX: Duration = Duration::from_millis(250);
 /// fast-failing backend spin the task; under paused or simulated time, where the clock
 /// only moves while tasks are idle, it would never end.
 pub(crate) const MIN_RETRY_DELAY: Duration = Duration::from_millis(1);
+/// The smallest safety margin [`MutexBuilder::build`] accepts. Timers fire up to a
+/// millisecond late (tokio's granularity); a smaller margin could let the loss signal
+/// arrive after the backend has freed the grant.
+pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(1);
 /// The longest TTL [`MutexBuilder::build`] accepts. Longer leases are indistinguishable
 /// from no lease at all, and deadline arithmetic must not overflow.
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -218,7 +222,9 @@ impl MutexBuilder {
     }
 
     /// How long one renew (and one acquire) attempt may take before it counts as failed.
-    /// Default TTL/3.
+    /// Default TTL/3. The renew period plus one and a half renew timeouts must fit in the
+    /// validity (TTL less drift and margin), so that a renew that times out can still be
+    /// retried in time.
     pub fn renew_timeout(mut self, timeout: Duration) -> Self {
         self.renew_timeout = Some(timeout);
         self
@@ -232,8 +238,9 @@ impl MutexBuilder {
         self
     }
 
-    /// A fixed amount subtracted from every validity deadline, on top of drift.
-    /// Default [`DEFAULT_SAFETY_MARGIN`].
+    /// A fixed amount subtracted from every validity deadline, on top of drift, to absorb
+    /// timer and backend-expiry granularity. At least [`MIN_SAFETY_MARGIN`]; default
+    /// [`DEFAULT_SAFETY_MARGIN`].
     pub fn safety_margin(mut self, margin: Duration) -> Self {
         self.safety_margin = margin;
         self
@@ -299,6 +306,11 @@ impl MutexBuilder {
                 drift_factor: self.drift_factor,
             });
         }
+        if self.safety_margin < MIN_SAFETY_MARGIN {
+            return Err(ConfigError::MarginTooSmall {
+                safety_margin: self.safety_margin,
+            });
+        }
         let validity = self
             .ttl
             .mul_f64(1.0 - self.drift_factor)
@@ -317,7 +329,10 @@ impl MutexBuilder {
         if renew_timeout.is_zero() {
             return Err(ConfigError::ZeroRenewTimeout);
         }
-        if renew_period.saturating_add(renew_timeout) >= validity {
+        // The first renew may time out; what is left before the deadline must give a
+        // retry at least half an attempt's time.
+        let first_attempt_ends = renew_period.saturating_add(renew_timeout);
+        if first_attempt_ends.saturating_add(renew_timeout / 2) > validity {
             return Err(ConfigError::NoRoomToRetry {
                 renew_period,
                 renew_timeout,

@@ -51,6 +51,32 @@ struct Hold {
     ctl: Arc<HoldCtl>,
 }
 
+/// Finishes a release in the background if `unlock()` is cancelled before the backend
+/// answers, so a cancelled unlock does not leave the grant until its TTL.
+struct PendingRelease {
+    lease: Option<Arc<dyn Lease>>,
+    limit: Duration,
+    clock: Arc<dyn crate::Clock>,
+}
+
+impl Drop for PendingRelease {
+    fn drop(&mut self) {
+        let (Some(lease), Ok(runtime)) = (self.lease.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (limit, clock) = (self.limit, Arc::clone(&self.clock));
+        runtime.spawn(async move {
+            let until = clock.now() + limit;
+            tokio::select! {
+                biased;
+                _ = lease.release() => {}
+                () = clock.sleep_until(until) => {}
+            }
+        });
+    }
+}
+
 /// How the owner of a hold tells its watchdog to stop.
 pub(crate) struct HoldCtl {
     pub(crate) stop: CancellationToken,
@@ -218,9 +244,15 @@ impl Core {
     pub(crate) async fn unlock(&self, id: Option<u64>) -> Result<(), UnlockError> {
         let hold = self.end_voluntarily(id)?;
         hold.ctl.stop.cancel();
+        let mut pending = PendingRelease {
+            lease: Some(Arc::clone(&hold.lease)),
+            limit: self.config.renew_timeout,
+            clock: Arc::clone(&self.config.clock),
+        };
         let result = self
             .within(self.config.renew_timeout, hold.lease.release())
             .await;
+        pending.lease = None;
         match &result {
             Ok(()) => {
                 tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "released")

@@ -112,6 +112,15 @@ pub enum ConfigError {
         /// The rejected value.
         drift_factor: f64,
     },
+    /// The safety margin is below [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN).
+    #[error(
+        "a safety margin of {safety_margin:?} is below 1 ms, the granularity of timers; \
+         the loss signal could come after the backend frees the grant"
+    )]
+    MarginTooSmall {
+        /// The rejected margin.
+        safety_margin: Duration,
+    },
     /// The TTL, less drift and safety margin, leaves no time to hold the lock.
     #[error(
         "a TTL of {ttl:?} less drift and the safety margin of {safety_margin:?} leaves no \
@@ -129,12 +138,13 @@ pub enum ConfigError {
     /// The per-attempt renew timeout is zero.
     #[error("the renew timeout is zero; allow each renew attempt TTL/3 or so")]
     ZeroRenewTimeout,
-    /// The first renew attempt could time out at or after the validity deadline, leaving no
-    /// room to retry before the lease is considered lost.
+    /// A first renew attempt that times out would leave less than half an attempt's time
+    /// to retry before the validity deadline: one slow answer would lose the lease.
     #[error(
-        "renew period {renew_period:?} plus renew timeout {renew_timeout:?} does not end \
-         before the validity deadline {validity:?} after acquiring, so a failed renew could \
-         not be retried; shorten the period or the timeout, or raise the TTL"
+        "renew period {renew_period:?} plus 1.5 × renew timeout {renew_timeout:?} does not \
+         fit in the validity {validity:?} (TTL less drift and margin), so a renew that \
+         timed out could not be retried in time; shorten the period or the timeout, or \
+         raise the TTL"
     )]
     NoRoomToRetry {
         /// The configured renew period.
@@ -182,13 +192,20 @@ pub enum LockError {
     )]
     AlreadyHeld,
     /// A single attempt found the lock held by another owner.
-    #[error("the lock is held by another owner{}", fmt_expiry(*.expires_in))]
+    #[error(
+        "the lock is held by another owner{}; retry later, or wait with lock()",
+        fmt_expiry(*.expires_in)
+    )]
     Contended {
         /// The backend's estimate of when the other grant expires, if it gave one.
         expires_in: Option<Duration>,
     },
     /// The wait timed out.
-    #[error("gave up waiting for the lock after {waited:?}{}", fmt_last(.last_error))]
+    #[error(
+        "gave up waiting for the lock after {waited:?}{}; wait longer, or find out why the \
+         holder keeps it",
+        fmt_last(.last_error)
+    )]
     Timeout {
         /// How long `lock()` waited.
         waited: Duration,

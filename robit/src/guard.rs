@@ -34,7 +34,7 @@ use crate::{FenceToken, UnlockError};
 /// assert!(!lost.is_cancelled()); // an unlock is not a loss
 /// # }
 /// ```
-#[must_use = "dropping the guard releases the lock at once"]
+#[must_use = "dropping the guard ends the hold and releases the lock in the background"]
 pub struct Guard {
     handle: Arc<Handle>,
     id: u64,

@@ -82,7 +82,7 @@ pub use async_trait::async_trait;
 pub use crate::clock::{Clock, TokioClock};
 pub use crate::config::{
     Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_DRIFT_FACTOR,
-    DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MutexBuilder, Wait,
+    DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, MutexBuilder, Wait,
 };
 pub use crate::driver::{Acquire, Driver, Lease, ReleaseWatch, Renewal};
 pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};

@@ -124,9 +124,10 @@ impl Driver for LocalDriver {
         ttl: Duration,
     ) -> Result<Acquire, DriverError> {
         let now = self.shared.clock.now();
+        let expires_at = expiry(now, ttl)?;
         let mut table = self.shared.table();
         table.sweep(now);
-        Ok(match table.grant(name, owner, now, ttl) {
+        Ok(match table.grant(name, owner, now, expires_at) {
             Ok(grant) => Acquire::Granted(Box::new(LocalLease::new(
                 Arc::clone(&self.shared),
                 name.clone(),
@@ -150,6 +151,15 @@ impl Driver for LocalDriver {
             notified.await;
         })
     }
+}
+
+/// `now + ttl`, or a typed error for a TTL too long to represent.
+fn expiry(now: tokio::time::Instant, ttl: Duration) -> Result<tokio::time::Instant, DriverError> {
+    now.checked_add(ttl).ok_or_else(|| {
+        DriverError::rejected(format!(
+            "a TTL of {ttl:?} is too long for the local driver's clock; use a TTL of at most a year"
+        ))
+    })
 }
 
 /// Drops one watcher of a name when its watch goes away.

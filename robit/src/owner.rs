@@ -6,7 +6,7 @@ use crate::Entropy;
 
 /// A random 128-bit token naming the owner of one grant.
 ///
-/// The [`Mutex`](crate::Mutex) draws a fresh token for every `lock()` call, from its
+/// The [`Mutex`](crate::Mutex) draws a fresh token for every acquire attempt, from its
 /// [`Entropy`] source (the OS RNG unless one is injected), and hands it to the
 /// [`Driver`](crate::Driver). A backend stores it with the grant and compares it on every
 /// renew and release, which is what makes those operations safe (promise P6): a late

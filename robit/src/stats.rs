@@ -25,8 +25,8 @@ use std::time::Duration;
 pub struct Stats {
     /// Successful `lock()`/`acquire()` calls.
     pub acquired: u64,
-    /// `lock()`/`acquire()` calls that returned an error other than `AlreadyHeld`, or were
-    /// cancelled.
+    /// `lock()`/`acquire()` calls that returned an error other than `AlreadyHeld` or
+    /// `NoRuntime` (which are refused before any attempt), or were cancelled.
     pub failed: u64,
     /// Holds ended voluntarily: `unlock()`, or a guard or mutex dropped while holding.
     pub released: u64,

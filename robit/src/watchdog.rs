@@ -65,6 +65,11 @@ pub(crate) async fn run(
             Attempt::Stopped => break None,
             Attempt::DriverSignalled => break Some(LossReason::DriverSignalled),
             Attempt::DeadlinePassed => break Some(LossReason::DeadlinePassed),
+            // A reply that lands at or after the deadline comes too late, even if the
+            // deadline's timer has not fired yet: loss was due at the deadline.
+            Attempt::Done(Ok(Renewal::Renewed)) if clock.now() >= deadline => {
+                break Some(LossReason::DeadlinePassed);
+            }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());
                 deadline = sent + config.validity;
@@ -85,20 +90,18 @@ pub(crate) async fn run(
         }
     };
 
-    match reason {
-        Some(reason) => {
-            if core.lose(id, reason) && reason == LossReason::DeadlinePassed {
-                // The grant may still be live on the backend; free it early for the
-                // next waiter. Owner-checked, so harmless if it is already gone.
-                let _ = core.within(config.renew_timeout, lease.release()).await;
-            }
-        }
-        None => {
-            if ctl.release_on_stop.load(Ordering::Acquire) {
-                if let Err(error) = core.within(config.renew_timeout, lease.release()).await {
-                    tracing::warn!(target: "robit", %error, "background release not confirmed; the grant lapses at its expiry");
-                }
-            }
+    let signalled = reason.is_some_and(|reason| core.lose(id, reason));
+    // After a deadline loss the grant may still be live on the backend: free it early for
+    // the next waiter (owner-checked, so harmless if it is gone). A hold that was dropped
+    // rather than unlocked — even one whose drop beat the loss to it — is released here.
+    let release = if signalled {
+        reason == Some(LossReason::DeadlinePassed)
+    } else {
+        ctl.release_on_stop.load(Ordering::Acquire)
+    };
+    if release {
+        if let Err(error) = core.within(config.renew_timeout, lease.release()).await {
+            tracing::warn!(target: "robit", %error, "release not confirmed; the grant lapses at its expiry");
         }
     }
 }

@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{AcquireFault, FaultyDriver, settle, within};
+use common::{AcquireFault, FaultyDriver, Notifications, settle, within};
 use robit::{LocalDriver, LockError, Mutex, UnlockError, Wait};
 use tokio::time::Instant;
 
@@ -151,7 +151,9 @@ async fn a_guard_keeps_the_hold_alive_after_its_mutex_is_dropped() {
 #[tokio::test(start_paused = true)]
 async fn try_lock_on_a_held_lock_says_when_the_grant_expires() {
     let driver = LocalDriver::new();
-    let _guard = mutex(driver.clone()).acquire().await;
+    let holder = mutex(driver.clone());
+    let _guard = holder.lock().await.unwrap();
+    settle().await;
     let other = mutex(driver);
     match other.try_lock().await {
         Err(LockError::Contended { expires_in }) => assert_eq!(expires_in, Some(TTL)),
@@ -274,6 +276,24 @@ async fn a_timeout_reports_the_backend_error_that_kept_it_waiting() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_timed_wait_returns_on_time_even_when_an_attempt_hangs() {
+    // The reply to the only attempt is held back far beyond the wait: lock() must still
+    // give up when the wait ends, not when the attempt's own timeout would.
+    let driver = FaultyDriver::new();
+    let m = mutex(driver.clone());
+    driver.set_acquire(AcquireFault::DelayReply(TTL * 2));
+    let start = Instant::now();
+    let limit = Duration::from_millis(300);
+    let err = m.lock_with(Wait::Timeout(limit)).await.unwrap_err();
+    assert!(matches!(err, LockError::Timeout { .. }), "{err:?}");
+    assert_eq!(Instant::now() - start, limit);
+    // The abandoned attempt's grant is released once its reply arrives.
+    tokio::time::sleep(TTL * 2).await;
+    settle().await;
+    assert!(driver.local.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
 async fn an_abandoned_attempt_that_was_granted_late_is_released_for_others() {
     // The first acquire is granted on the backend but its reply is held back past the
     // attempt timeout (TTL/3). The mutex abandons it; the grant must not block everyone
@@ -373,4 +393,91 @@ fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
             return value;
         }
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_driver_whose_release_watch_is_always_ready_cannot_make_a_waiter_spin() {
+    let driver = FaultyDriver::over(LocalDriver::new(), Notifications::AlwaysReady);
+    let holder = mutex(driver.clone());
+    let _guard = holder.lock().await.unwrap();
+    let waiter = mutex(driver.clone());
+    let calls = || {
+        driver
+            .faults
+            .acquire_calls
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let before = calls();
+    // If the waiter spun, this timeout could never fire (time only moves when idle).
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), waiter.lock())
+            .await
+            .is_err()
+    );
+    let attempts = calls() - before;
+    assert!(attempts <= 101, "{attempts} attempts in 100 ms");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_too_long_to_represent_waits_without_end() {
+    let driver = LocalDriver::new();
+    let holder = mutex(driver.clone());
+    let guard = holder.lock().await.unwrap();
+    let waiter = Arc::new(mutex(driver));
+    let task = tokio::spawn({
+        let waiter = Arc::clone(&waiter);
+        async move {
+            waiter
+                .lock_with(Wait::Timeout(Duration::MAX))
+                .await
+                .map(|g| g.detach())
+        }
+    });
+    tokio::time::sleep(TTL * 10).await;
+    assert!(!task.is_finished());
+    guard.unlock().await.unwrap();
+    within(TTL, "the waiter's acquire", task)
+        .await
+        .unwrap()
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_unlock_still_releases_the_grant() {
+    let driver = FaultyDriver::new();
+    let m = mutex(driver.clone());
+    let guard = m.lock().await.unwrap();
+    driver.set_release_delay(Duration::from_millis(200));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(50), guard.unlock())
+            .await
+            .is_err()
+    );
+    assert!(!m.is_held());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    settle().await;
+    assert!(
+        driver.local.is_empty(),
+        "the cancelled unlock left the grant to expire"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_local_driver_refuses_a_ttl_it_cannot_represent_with_an_error() {
+    use robit::{Acquire, Driver, LockName, OwnerToken};
+    let driver = LocalDriver::new();
+    let name = LockName::from("huge");
+    let err = driver
+        .acquire(&name, OwnerToken::from_u128(1), Duration::MAX)
+        .await
+        .unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    let Acquire::Granted(lease) = driver
+        .acquire(&name, OwnerToken::from_u128(1), TTL)
+        .await
+        .unwrap()
+    else {
+        panic!("the failed acquire left something behind");
+    };
+    assert!(lease.renew(Duration::MAX).await.is_err());
 }

@@ -104,12 +104,13 @@ fn a_zero_renew_period_or_timeout_is_rejected() {
 #[test]
 fn a_renew_period_and_timeout_that_leave_no_room_to_retry_are_rejected() {
     let ttl = Duration::from_secs(30);
-    // Validity: 30 s × 0.99 − 2 ms = 29.698 s.
+    // Validity: 30 s × 0.99 − 2 ms = 29.698 s; period + 1.5 × timeout must fit in it.
     let validity = Duration::from_millis(29_698);
     for (renew_period, renew_timeout) in [
         (Duration::from_secs(20), Duration::from_secs(10)),
+        (Duration::from_secs(20), Duration::from_millis(6_466)),
         (Duration::from_secs(29), Duration::from_secs(1)),
-        (Duration::from_secs(1), Duration::from_secs(29)),
+        (Duration::from_secs(1), Duration::from_secs(20)),
         (Duration::from_secs(40), Duration::from_secs(1)),
     ] {
         let err = rejected(
@@ -128,11 +129,25 @@ fn a_renew_period_and_timeout_that_leave_no_room_to_retry_are_rejected() {
             "period {renew_period:?}, timeout {renew_timeout:?}"
         );
     }
-    // Just inside the bound.
+    // Just inside the bound: 20 s + 1.5 × 6.465 s = 29.6975 s.
     builder()
         .ttl(ttl)
         .renew_period(Duration::from_secs(20))
-        .renew_timeout(Duration::from_millis(9_697))
+        .renew_timeout(Duration::from_millis(6_465))
+        .build()
+        .unwrap();
+}
+
+#[test]
+fn a_safety_margin_below_timer_granularity_is_rejected() {
+    for safety_margin in [Duration::ZERO, Duration::from_micros(999)] {
+        assert_eq!(
+            rejected(builder().safety_margin(safety_margin)),
+            ConfigError::MarginTooSmall { safety_margin }
+        );
+    }
+    builder()
+        .safety_margin(robit::MIN_SAFETY_MARGIN)
         .build()
         .unwrap();
 }

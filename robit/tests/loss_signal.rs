@@ -105,16 +105,37 @@ async fn an_unlock_racing_the_deadline_either_unlocks_or_reports_the_loss_never_
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_renew_answer_arriving_after_unlock_signals_nothing() {
+async fn a_renew_in_flight_at_unlock_that_answers_lost_signals_nothing() {
     let driver = FaultyDriver::new();
     let log = LossLog::default();
     let holder = mutex(&driver, &log);
     let guard = holder.lock().await.unwrap();
-    // The next renew will find the grant gone (it was released) and answer lost.
-    tokio::time::sleep(TTL / 3 - Duration::from_millis(1)).await;
+    let token = guard.lost_token();
+    // The renew sent at TTL/3 answers lost 500 ms later; unlock while it is in flight.
+    driver.set_renew(RenewFault::DelayThenLost(Duration::from_millis(500)));
+    tokio::time::sleep(TTL / 3 + Duration::from_millis(100)).await;
+    assert_eq!(driver.renew_calls(), 1);
     guard.unlock().await.unwrap();
-    driver.set_renew(RenewFault::AnswerLost);
     tokio::time::sleep(TTL * 3).await;
+    assert_eq!(log.count(), 0);
+    assert!(!token.is_cancelled());
+}
+
+#[tokio::test(start_paused = true)]
+async fn unlocking_during_a_hung_renew_ends_the_watchdog_at_once() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::Hang);
+    tokio::time::sleep(TTL / 3 + Duration::from_millis(100)).await;
+    guard.unlock().await.unwrap();
+    settle().await;
+    assert_eq!(
+        driver.live_leases(),
+        0,
+        "the watchdog lingered on its hung renew"
+    );
     assert_eq!(log.count(), 0);
 }
 

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{FaultyDriver, LossLog, RenewFault, settle, within};
+use std::sync::Arc;
+
+use common::{AcquireFault, FaultyDriver, JumpClock, LossLog, RenewFault, settle, within};
 use robit::{LossReason, Mutex, UnlockError};
 use tokio::time::Instant;
 
@@ -84,10 +86,15 @@ async fn renewals_that_keep_failing_end_in_loss_before_the_backend_expires_the_g
         lost_at >= VALIDITY && lost_at <= VALIDITY + Duration::from_millis(1),
         "{lost_at:?}"
     );
-    // ...and only then, after the loss and a best-effort release, can the rival hold it.
+    // ...and only then can the rival hold it: at once, because the lost holder releases
+    // its grant rather than leaving it to expire.
     assert!(
         lost_at <= rival_at,
         "lost at {lost_at:?}, rival acquired at {rival_at:?}"
+    );
+    assert!(
+        rival_at - lost_at <= Duration::from_millis(1),
+        "the rival waited for the backend expiry"
     );
 }
 
@@ -212,4 +219,100 @@ async fn a_stalled_watchdog_still_reports_not_held_once_the_deadline_passes() {
     tokio::time::advance(VALIDITY).await;
     assert!(!guard.is_held());
     assert!(!holder.is_held());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_deadline_counts_from_when_the_renew_was_sent_not_when_its_reply_came() {
+    // Renew replies take 900 ms. The backend extends each grant from when it received
+    // the renew (≈ when it was sent), so the client must count from the send: a deadline
+    // counted from the reply would outlive the backend's grant by 900 ms.
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    let rival = Mutex::builder("renewed", driver.local.clone())
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::DelayReply(Duration::from_millis(900)));
+    // The renew sent at 1 s is answered at 1.9 s. Then renewals hang and releases too.
+    tokio::time::sleep(Duration::from_millis(1950)).await;
+    assert_eq!(holder.stats().renew_success, 1);
+    driver.set_renew(RenewFault::Hang);
+    driver.set_release_hangs(true);
+    let rival_guard = within(TTL * 3, "the rival's acquire", rival.lock())
+        .await
+        .unwrap();
+    let lost_at = log.first_at().expect("no loss") - start;
+    assert_eq!(lost_at, TTL / 3 + VALIDITY);
+    assert!(
+        Instant::now() - start >= TTL / 3 + TTL,
+        "the backend freed the grant early"
+    );
+    assert!(rival_guard.fence() > guard.fence());
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_first_deadline_counts_from_when_the_acquire_was_sent() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    driver.set_acquire(AcquireFault::DelayReply(Duration::from_millis(900)));
+    driver.set_renew(RenewFault::Hang);
+    let start = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    assert_eq!(Instant::now() - start, Duration::from_millis(900));
+    within(TTL, "the loss", guard.lost()).await;
+    assert_eq!(log.first_at().unwrap() - start, VALIDITY);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renew_reply_that_lands_after_the_deadline_is_a_loss_not_a_renewal() {
+    // The client freezes while its renew is in flight, and resumes just as the reply
+    // arrives, its clock now past the deadline. The backend did renew, but the client
+    // must not go on believing it held the lock through the gap.
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let clock = Arc::new(JumpClock::default());
+    let holder = log
+        .attach(
+            Mutex::builder("renewed", driver.clone())
+                .ttl(TTL)
+                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        )
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::DelayReply(Duration::from_millis(100)));
+    driver.jump_on_next_reply(&clock, TTL);
+    within(TTL, "the loss", guard.lost()).await;
+    assert_eq!(log.reasons(), vec![LossReason::DeadlinePassed]);
+    assert_eq!(holder.stats().renew_success, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_whose_reply_lands_after_its_deadline_is_given_back_and_retried() {
+    let driver = FaultyDriver::new();
+    let clock = Arc::new(JumpClock::default());
+    let holder = Mutex::builder("renewed", driver.clone())
+        .ttl(TTL)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .build()
+        .unwrap();
+    driver.set_acquire(AcquireFault::DelayReply(Duration::from_millis(100)));
+    driver.jump_on_next_reply(&clock, TTL);
+    let guard = within(TTL, "the acquire", holder.lock()).await.unwrap();
+    assert!(guard.is_held());
+    assert_eq!(
+        guard.fence().get(),
+        2,
+        "the stale first grant was installed"
+    );
+    assert_eq!(
+        driver.local.len(),
+        1,
+        "the stale first grant was not released"
+    );
+    guard.unlock().await.unwrap();
 }

@@ -42,15 +42,14 @@ impl Lease for LocalLease {
 
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let now = self.shared.clock.now();
+        let until = super::expiry(now, ttl)?;
         let mut table = self.shared.table();
         table.sweep(now);
-        Ok(
-            if table.renew(&self.name, self.owner, self.fence, now + ttl) {
-                Renewal::Renewed
-            } else {
-                Renewal::Lost
-            },
-        )
+        Ok(if table.renew(&self.name, self.owner, self.fence, until) {
+            Renewal::Renewed
+        } else {
+            Renewal::Lost
+        })
     }
 
     async fn release(&self) -> Result<(), DriverError> {

@@ -52,22 +52,31 @@ impl Table {
             if entry.key().0 > now {
                 break;
             }
+            let (_, fence) = *entry.key();
             let name = entry.remove();
-            if let Some(grant) = self.grants.remove(&name) {
-                grant.gone.cancel();
+            // The index and the map always agree; checking the fence keeps a future
+            // mistake from deleting a newer grant.
+            if self
+                .grants
+                .get(&name)
+                .is_some_and(|grant| grant.fence == fence)
+            {
+                if let Some(grant) = self.grants.remove(&name) {
+                    grant.gone.cancel();
+                }
+                self.notify(&name);
             }
-            self.notify(&name);
         }
     }
 
-    /// Grants `name` to `owner` until `now + ttl`, or returns how long the live grant has
+    /// Grants `name` to `owner` until `expires_at`, or returns how long the live grant has
     /// left. The caller has swept, so any grant found is live.
     pub(super) fn grant(
         &mut self,
         name: &LockName,
         owner: OwnerToken,
         now: Instant,
-        ttl: Duration,
+        expires_at: Instant,
     ) -> Result<(FenceToken, CancellationToken), Duration> {
         if let Some(grant) = self.grants.get(name) {
             return Err(grant.expires_at.saturating_duration_since(now));
@@ -75,7 +84,6 @@ impl Table {
         self.last_fence += 1;
         let fence = FenceToken::new(self.last_fence);
         let gone = CancellationToken::new();
-        let expires_at = now + ttl;
         self.expiries.insert((expires_at, fence), name.clone());
         self.grants.insert(
             name.clone(),

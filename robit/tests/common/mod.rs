@@ -23,6 +23,21 @@ pub enum RenewFault {
     Hang,
     /// Answer `Lost` without asking the backend.
     AnswerLost,
+    /// Renew on the backend at once, then hold the reply back this long.
+    DelayReply(Duration),
+    /// Wait this long, then answer `Lost`.
+    DelayThenLost(Duration),
+}
+
+/// What `watch_release` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notifications {
+    /// The local driver's real notifications.
+    Real,
+    /// None: waiters poll.
+    None,
+    /// A watch that is complete at once, every time (a buggy driver).
+    AlwaysReady,
 }
 
 /// How acquire calls misbehave.
@@ -45,7 +60,19 @@ pub struct Faults {
     pub acquire_calls: AtomicU32,
     pub live_leases: AtomicUsize,
     pub release_hangs: std::sync::atomic::AtomicBool,
-    pub notifications: bool,
+    pub release_delay_ms: std::sync::atomic::AtomicU64,
+    /// A client clock to jump forward just as the next acquire or renew reply is handed
+    /// over: the client froze between the backend answering and reading the answer.
+    jump_on_reply: StdMutex<Option<(Arc<JumpClock>, Duration)>>,
+    pub notifications: Notifications,
+}
+
+impl Faults {
+    fn reply_delivered(&self) {
+        if let Some((clock, by)) = self.jump_on_reply.lock().unwrap().take() {
+            clock.jump(by);
+        }
+    }
 }
 
 /// The local driver with injectable faults on acquire and renew.
@@ -57,15 +84,15 @@ pub struct FaultyDriver {
 
 impl FaultyDriver {
     pub fn new() -> Self {
-        Self::over(LocalDriver::new(), true)
+        Self::over(LocalDriver::new(), Notifications::Real)
     }
 
     /// Without release notifications: waiters must poll.
     pub fn polling() -> Self {
-        Self::over(LocalDriver::new(), false)
+        Self::over(LocalDriver::new(), Notifications::None)
     }
 
-    pub fn over(local: LocalDriver, notifications: bool) -> Self {
+    pub fn over(local: LocalDriver, notifications: Notifications) -> Self {
         Self {
             local,
             faults: Arc::new(Faults {
@@ -75,6 +102,8 @@ impl FaultyDriver {
                 acquire_calls: AtomicU32::new(0),
                 live_leases: AtomicUsize::new(0),
                 release_hangs: std::sync::atomic::AtomicBool::new(false),
+                release_delay_ms: std::sync::atomic::AtomicU64::new(0),
+                jump_on_reply: StdMutex::new(None),
                 notifications,
             }),
         }
@@ -91,6 +120,17 @@ impl FaultyDriver {
     /// Makes every release hang (the backend keeps grants until they expire).
     pub fn set_release_hangs(&self, hangs: bool) {
         self.faults.release_hangs.store(hangs, Ordering::SeqCst);
+    }
+
+    /// Jumps `clock` forward by `by` as the next acquire or renew reply is delivered.
+    pub fn jump_on_next_reply(&self, clock: &Arc<JumpClock>, by: Duration) {
+        *self.faults.jump_on_reply.lock().unwrap() = Some((Arc::clone(clock), by));
+    }
+
+    /// Makes every release take this long before reaching the backend.
+    pub fn set_release_delay(&self, delay: Duration) {
+        let millis = u64::try_from(delay.as_millis()).unwrap();
+        self.faults.release_delay_ms.store(millis, Ordering::SeqCst);
     }
 
     pub fn live_leases(&self) -> usize {
@@ -134,6 +174,7 @@ impl Driver for FaultyDriver {
         if let AcquireFault::DelayReply(delay) = fault {
             tokio::time::sleep(delay).await;
         }
+        self.faults.reply_delivered();
         Ok(match answer {
             Acquire::Granted(inner) => {
                 self.faults.live_leases.fetch_add(1, Ordering::SeqCst);
@@ -147,10 +188,10 @@ impl Driver for FaultyDriver {
     }
 
     fn watch_release(&self, name: &LockName) -> ReleaseWatch {
-        if self.faults.notifications {
-            self.local.watch_release(name)
-        } else {
-            ReleaseWatch::never()
+        match self.faults.notifications {
+            Notifications::Real => self.local.watch_release(name),
+            Notifications::None => ReleaseWatch::never(),
+            Notifications::AlwaysReady => ReleaseWatch::new(async {}),
         }
     }
 }
@@ -193,12 +234,26 @@ impl Lease for FaultyLease {
             ))),
             RenewFault::Hang => std::future::pending().await,
             RenewFault::AnswerLost => Ok(Renewal::Lost),
+            RenewFault::DelayReply(delay) => {
+                let answer = self.inner.renew(ttl).await;
+                tokio::time::sleep(delay).await;
+                self.faults.reply_delivered();
+                answer
+            }
+            RenewFault::DelayThenLost(delay) => {
+                tokio::time::sleep(delay).await;
+                Ok(Renewal::Lost)
+            }
         }
     }
 
     async fn release(&self) -> Result<(), DriverError> {
         if self.faults.release_hangs.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
+        }
+        let delay = self.faults.release_delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            tokio::time::sleep(Duration::from_millis(delay)).await;
         }
         self.inner.release().await
     }
@@ -249,5 +304,41 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
 pub async fn settle() {
     for _ in 0..16 {
         tokio::task::yield_now().await;
+    }
+}
+
+/// tokio's clock plus an offset the test can bump: a client whose process was frozen
+/// sees its clock jump forward when it resumes.
+#[derive(Debug, Default)]
+pub struct JumpClock {
+    offset_ms: std::sync::atomic::AtomicU64,
+}
+
+impl JumpClock {
+    pub fn jump(&self, by: Duration) {
+        let millis = u64::try_from(by.as_millis()).unwrap();
+        self.offset_ms.fetch_add(millis, Ordering::SeqCst);
+    }
+
+    fn offset(&self) -> Duration {
+        Duration::from_millis(self.offset_ms.load(Ordering::SeqCst))
+    }
+}
+
+#[async_trait]
+impl robit::Clock for JumpClock {
+    fn now(&self) -> Instant {
+        Instant::now() + self.offset()
+    }
+
+    async fn sleep_until(&self, deadline: Instant) {
+        // Re-check after every wake: the offset may have moved meanwhile.
+        loop {
+            let now = self.now();
+            if now >= deadline {
+                return;
+            }
+            tokio::time::sleep((deadline - now).min(Duration::from_millis(10))).await;
+        }
     }
 }
