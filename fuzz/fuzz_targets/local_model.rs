@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use robit::{Acquire, Driver, Lease, LocalDriver, LockName, OwnerToken, ReleaseWatch, Renewal};
+use robit::{
+    Acquire, AcquireRequest, Driver, Lease, LocalDriver, LockName, OwnerToken, ReleaseWatch,
+    Renewal,
+};
 use tokio::time::Instant;
 
 const NAMES: usize = 4;
@@ -124,7 +127,8 @@ async fn apply(op: &Op, driver: &LocalDriver, names: &[LockName], model: &mut Mo
         Op::Acquire { name, owner, ttl } => {
             let (n, ttl) = (usize::from(name) % NAMES, ttl.get());
             let owner = u128::from(owner % OWNERS);
-            let answer = driver.acquire(&names[n], OwnerToken::from_u128(owner), ttl);
+            let request = AcquireRequest::new(names[n].clone(), OwnerToken::from_u128(owner), ttl);
+            let answer = driver.acquire(&request);
             match (answer.await.expect(NO_ERROR), model.grants[n]) {
                 // Rule 1: a live grant refuses everyone; Held says exactly how long it has left.
                 (Acquire::Held { expires_in }, Some(grant)) => {
@@ -198,7 +202,12 @@ async fn apply(op: &Op, driver: &LocalDriver, names: &[LockName], model: &mut Mo
         }
         Op::Watch { name } => {
             let n = usize::from(name) % NAMES;
-            model.watches[n] = Some((driver.watch_release(&names[n]), false));
+            let request = AcquireRequest::new(
+                names[n].clone(),
+                OwnerToken::from_u128(0),
+                Duration::from_secs(1),
+            );
+            model.watches[n] = Some((driver.watch_release(&request), false));
         }
     }
 }

@@ -11,7 +11,7 @@ use tracing::Instrument;
 
 use crate::config::MIN_RETRY_DELAY;
 use crate::core::{Core, Installed};
-use crate::{Acquire, DriverError, LockError, OwnerToken, Wait};
+use crate::{Acquire, AcquireRequest, DriverError, LockError, OwnerToken, Wait, Waiter};
 
 /// Acquires the lock for `core`'s mutex, waiting as `wait` says.
 pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, LockError> {
@@ -20,20 +20,25 @@ pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, L
     let mut pending = Pending {
         core,
         started: core.now(),
+        queued: None,
         finished: false,
     };
     let span = tracing::debug_span!(target: "robit", "lock", lock = %core.config.name);
-    let result = attempts(core, &runtime, wait, pending.started)
+    let result = attempts(core, &runtime, wait, &mut pending)
         .instrument(span)
         .await;
     pending.finish(&result);
     result
 }
 
-/// Puts the mutex back to idle and counts the failure if `lock()` fails or is dropped.
+/// Puts the mutex back to idle, counts the failure, and withdraws from the driver's
+/// queue if `lock()` fails or is dropped.
 struct Pending<'a> {
-    core: &'a Core,
+    core: &'a Arc<Core>,
     started: Instant,
+    /// Set once an attempt was told `Held` on behalf of a waiter: a fair driver may have
+    /// queued it.
+    queued: Option<AcquireRequest>,
     finished: bool,
 }
 
@@ -43,20 +48,33 @@ impl Pending<'_> {
         let waited = self.core.now().saturating_duration_since(self.started);
         match result {
             Ok(_) => self.core.stats.acquired(waited),
-            Err(_) => {
-                self.core.abort_acquire();
-                self.core.stats.failed(waited);
-            }
+            Err(_) => self.fail(waited),
         }
+    }
+
+    fn fail(&mut self, waited: Duration) {
+        self.core.abort_acquire();
+        self.core.stats.failed(waited);
+        let (Some(request), Ok(runtime)) =
+            (self.queued.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let core = Arc::clone(self.core);
+        runtime.spawn(async move {
+            let withdraw = core.config.driver.withdraw(&request);
+            if let Err(error) = core.within(core.config.renew_timeout, withdraw).await {
+                tracing::debug!(target: "robit", %error, "could not withdraw from the wait queue; the entry expires");
+            }
+        });
     }
 }
 
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            self.core.abort_acquire();
             let waited = self.core.now().saturating_duration_since(self.started);
-            self.core.stats.failed(waited);
+            self.fail(waited);
         }
     }
 }
@@ -65,10 +83,19 @@ async fn attempts(
     core: &Arc<Core>,
     runtime: &tokio::runtime::Handle,
     wait: Wait,
-    started: Instant,
+    pending: &mut Pending<'_>,
 ) -> Result<Installed, LockError> {
     let config = &core.config;
     let clock = &*config.clock;
+    let started = pending.started;
+    // The longest a waiter sleeps between attempts: the backoff cap.
+    let poll_interval = config.backoff.ceiling(u32::MAX);
+    let waiter = (wait != Wait::Try).then(|| {
+        Waiter::new(
+            OwnerToken::generate(&*config.entropy).as_u128(),
+            poll_interval,
+        )
+    });
     // A wait too long to represent is a wait without end.
     let give_up_at = match wait {
         Wait::Timeout(limit) => started.checked_add(limit),
@@ -78,12 +105,17 @@ async fn attempts(
     let mut attempt: u32 = 0;
 
     loop {
-        // Subscribe before asking, so a release between the answer and the wait is seen.
-        let released = config.driver.watch_release(&config.name);
         // A fresh owner per attempt: an abandoned attempt's late grant is released in the
         // background (see `InFlight`), and that release must never match the grant of a
         // later attempt.
-        let owner = OwnerToken::generate(&*config.entropy);
+        let request = AcquireRequest {
+            name: config.name.clone(),
+            owner: OwnerToken::generate(&*config.entropy),
+            ttl: config.ttl,
+            waiter,
+        };
+        // Subscribe before asking, so a release between the answer and the wait is seen.
+        let released = config.driver.watch_release(&request);
         let sent = clock.now();
         // An attempt may take the renew timeout, but never past the end of the wait.
         let limit = give_up_at.map_or(config.renew_timeout, |at| {
@@ -92,7 +124,9 @@ async fn attempts(
                 .min(at.saturating_duration_since(sent))
                 .max(MIN_RETRY_DELAY)
         });
-        let answer = core.within(limit, InFlight::start(core, owner)).await;
+        let answer = core
+            .within(limit, InFlight::start(core, request.clone()))
+            .await;
         let delay = match answer {
             Ok(Acquire::Granted(lease)) => {
                 let deadline = sent + config.validity;
@@ -111,7 +145,16 @@ async fn attempts(
                 if wait == Wait::Try {
                     return Err(LockError::Contended { expires_in });
                 }
-                let delay = config.backoff.delay(attempt, &*config.entropy);
+                pending.queued.get_or_insert(request);
+                let delay = if released.is_live() {
+                    // The driver will wake us; poll only as a fallback, at the longest
+                    // interval, jittered so that waiters do not poll in step.
+                    let half = poll_interval / 2;
+                    let jitter = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+                    half + Duration::from_nanos(config.entropy.below_or_equal(jitter))
+                } else {
+                    config.backoff.delay(attempt, &*config.entropy)
+                };
                 expires_in.map_or(delay, |left| delay.min(left))
             }
             Err(error) if wait == Wait::Try || !error.is_transient() => {
@@ -160,14 +203,10 @@ struct InFlight {
 }
 
 impl InFlight {
-    fn start(core: &Arc<Core>, owner: OwnerToken) -> Self {
+    fn start(core: &Arc<Core>, request: AcquireRequest) -> Self {
         let driver = Arc::clone(&core.config.driver);
-        let name = core.config.name.clone();
-        let ttl = core.config.ttl;
         Self {
-            call: Some(Box::pin(
-                async move { driver.acquire(&name, owner, ttl).await },
-            )),
+            call: Some(Box::pin(async move { driver.acquire(&request).await })),
             core: Arc::clone(core),
         }
     }

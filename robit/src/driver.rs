@@ -1,14 +1,11 @@
 //! The backend contract: [`Driver`] and [`Lease`].
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{DriverError, FenceToken, LockName, OwnerToken};
+use crate::{AcquireRequest, DriverError, Lease, ReleaseWatch};
 
 /// A lock backend: grants leases on lock names.
 ///
@@ -57,7 +54,7 @@ use crate::{DriverError, FenceToken, LockName, OwnerToken};
 /// use std::collections::BTreeMap;
 /// use std::sync::{Arc, Mutex as StdMutex};
 /// use std::time::Duration;
-/// use robit::{async_trait, Acquire, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
+/// use robit::{async_trait, Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
 /// use tokio::time::Instant;
 ///
 /// #[derive(Default)]
@@ -70,7 +67,8 @@ use crate::{DriverError, FenceToken, LockName, OwnerToken};
 ///
 /// #[async_trait]
 /// impl Driver for SlotDriver {
-///     async fn acquire(&self, name: &LockName, owner: OwnerToken, ttl: Duration) -> Result<Acquire, DriverError> {
+///     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+///         let (name, owner, ttl) = (&request.name, request.owner, request.ttl);
 ///         let now = Instant::now();
 ///         let mut t = self.0.lock().unwrap();
 ///         match t.grants.get(name) {
@@ -122,34 +120,50 @@ use crate::{DriverError, FenceToken, LockName, OwnerToken};
 /// ```
 #[async_trait]
 pub trait Driver: Send + Sync + 'static {
-    /// Tries once to create a grant of `name` for `owner`, live for at least `ttl` from
-    /// the moment this call was made.
+    /// Tries once to create a grant of `request.name` for `request.owner`, live for at
+    /// least `request.ttl` from the moment this call was made.
     ///
-    /// Returns [`Acquire::Granted`] with a lease for the new grant, or [`Acquire::Held`] when another owner holds a live grant.
+    /// Returns [`Acquire::Granted`] with a lease for the new grant, or [`Acquire::Held`]
+    /// when another owner holds a live grant (or, for a fair driver, when earlier waiters
+    /// are queued ahead of this one).
     ///
     /// # Errors
     ///
     /// A [`DriverError`] when the backend could not be asked or refused.
-    async fn acquire(
-        &self,
-        name: &LockName,
-        owner: OwnerToken,
-        ttl: Duration,
-    ) -> Result<Acquire, DriverError>;
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError>;
 
-    /// Subscribes to releases of `name`, so that waiting `lock()` calls wake as soon as
-    /// the lock is freed instead of at their next poll.
+    /// Subscribes to the releases that concern `request`, so that a waiting `lock()`
+    /// wakes as soon as the lock is free for it instead of at its next poll.
     ///
     /// The Mutex subscribes *before* each acquire attempt and awaits the watch only after
     /// the attempt found the lock held, so a release between the two is not missed: the
-    /// watch must complete if a release (or expiry the driver notices) of `name` happens
-    /// any time after this call. Spurious completions are harmless (the waiter just tries
-    /// again); missed ones cost a poll interval, never correctness.
+    /// watch must complete if a release (or expiry the driver notices) that could let this
+    /// waiter acquire happens any time after this call. A fair driver that hands the lock
+    /// to one queued waiter at a time wakes only that waiter (keyed on
+    /// [`Waiter::id`]). Spurious completions are harmless (the waiter just tries again, no
+    /// sooner than a millisecond after its last attempt); missed ones cost a poll
+    /// interval, never correctness.
     ///
     /// The default never completes: waiters poll with jittered backoff.
-    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
-        let _ = name;
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        let _ = request;
         ReleaseWatch::never()
+    }
+
+    /// Tells the driver that the waiter of `request` gave up (its wait timed out, failed,
+    /// or was cancelled), so a fair driver can take it out of its queue — and pass on
+    /// anything it had reserved for it — instead of waiting for the entry to expire.
+    /// Called in the background, at most once per `lock()` call that was told
+    /// [`Acquire::Held`].
+    ///
+    /// The default does nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] if the backend could not be told; the entry then expires.
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        let _ = request;
+        Ok(())
     }
 }
 
@@ -187,130 +201,18 @@ impl fmt::Debug for Acquire {
     }
 }
 
-/// The outcome of a renew that reached the backend.
-///
-/// # Example
-///
-/// ```
-/// use robit::Renewal;
-///
-/// assert_ne!(Renewal::Renewed, Renewal::Lost);
-/// ```
-#[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Renewal {
-    /// The grant is extended to at least `ttl` from the moment the renew was sent.
-    Renewed,
-    /// The grant is not this lease's any more: expired, evicted or taken over. Definitive.
-    Lost,
-}
-
-/// One granted lease: a handle on a live grant, held by the [`Mutex`](crate::Mutex) for
-/// as long as it believes it holds the lock.
-///
-/// See [`Driver`] for the contract and a complete example.
-#[async_trait]
-pub trait Lease: Send + Sync + 'static {
-    /// The grant's fencing token.
-    fn fence(&self) -> FenceToken;
-
-    /// Extends the grant to at least `ttl` from the moment of this call, if the grant is
-    /// still this lease's and still live.
-    ///
-    /// # Errors
-    ///
-    /// A [`DriverError`] when the backend could not be asked: the Mutex retries until the
-    /// validity deadline.
-    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError>;
-
-    /// Deletes the grant if it is still this lease's. Idempotent; succeeds when the grant
-    /// is already gone.
-    ///
-    /// # Errors
-    ///
-    /// A [`DriverError`] when the backend could not be asked; the grant then lapses at
-    /// its expiry.
-    async fn release(&self) -> Result<(), DriverError>;
-
-    /// Completes when the driver learns by itself that the grant is gone (a backend
-    /// notification, an eviction it observed). The Mutex signals loss at once when it
-    /// does. Must be cancel-safe; may be called more than once.
-    ///
-    /// The default never completes; the Mutex's validity deadline and renew answers
-    /// detect every loss anyway, this is only a faster path.
-    async fn lost(&self) {
-        std::future::pending::<()>().await;
-    }
-}
-
-/// A subscription to releases of one lock name; see [`Driver::watch_release`].
-///
-/// # Example
-///
-/// ```
-/// use robit::ReleaseWatch;
-/// use std::sync::Arc;
-/// use tokio::sync::Notify;
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// let released = Arc::new(Notify::new());
-/// // Created before the release happens, so it cannot miss it.
-/// let watch = ReleaseWatch::new(released.clone().notified_owned());
-/// released.notify_waiters();
-/// watch.await;
-/// # }
-/// ```
-#[must_use = "a watch does nothing unless awaited"]
-pub struct ReleaseWatch {
-    future: Option<Pin<Box<dyn Future<Output = ()> + Send>>>,
-}
-
-impl ReleaseWatch {
-    /// A watch that completes when `future` does.
-    pub fn new(future: impl Future<Output = ()> + Send + 'static) -> Self {
-        Self {
-            future: Some(Box::pin(future)),
-        }
-    }
-
-    /// A watch that never completes: the driver has no release notifications.
-    pub fn never() -> Self {
-        Self { future: None }
-    }
-}
-
-impl Future for ReleaseWatch {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match self.future.as_mut() {
-            Some(future) => future.as_mut().poll(cx),
-            None => Poll::Pending,
-        }
-    }
-}
-
-impl fmt::Debug for ReleaseWatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReleaseWatch")
-            .field("notifies", &self.future.is_some())
-            .finish()
-    }
-}
-
 /// A shared driver is a driver, so one `Arc<dyn Driver>` can serve many mutexes.
 #[async_trait]
 impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
-    async fn acquire(
-        &self,
-        name: &LockName,
-        owner: OwnerToken,
-        ttl: Duration,
-    ) -> Result<Acquire, DriverError> {
-        (**self).acquire(name, owner, ttl).await
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        (**self).acquire(request).await
     }
 
-    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
-        (**self).watch_release(name)
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        (**self).watch_release(request)
+    }
+
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        (**self).withdraw(request).await
     }
 }

@@ -69,12 +69,15 @@ mod entropy;
 mod error;
 mod fence;
 mod guard;
+mod lease;
 mod local;
 mod loss;
 mod mutex;
 mod name;
 mod owner;
+mod request;
 mod stats;
+mod watch;
 mod watchdog;
 
 pub use async_trait::async_trait;
@@ -84,17 +87,20 @@ pub use crate::config::{
     Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_DRIFT_FACTOR,
     DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, MutexBuilder, Wait,
 };
-pub use crate::driver::{Acquire, Driver, Lease, ReleaseWatch, Renewal};
+pub use crate::driver::{Acquire, Driver};
 pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};
 pub use crate::error::{BoxError, ConfigError, DriverError, LockError, UnlockError};
 pub use crate::fence::{FenceGate, FenceToken, StaleFence};
 pub use crate::guard::Guard;
+pub use crate::lease::{Lease, Renewal};
 pub use crate::local::LocalDriver;
 pub use crate::loss::{LossEvent, LossReason};
 pub use crate::mutex::Mutex;
 pub use crate::name::LockName;
 pub use crate::owner::OwnerToken;
+pub use crate::request::{AcquireRequest, Waiter};
 pub use crate::stats::Stats;
+pub use crate::watch::ReleaseWatch;
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

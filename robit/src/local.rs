@@ -11,7 +11,9 @@ use async_trait::async_trait;
 
 use self::lease::LocalLease;
 use self::table::Table;
-use crate::{Acquire, Clock, Driver, DriverError, LockName, OwnerToken, ReleaseWatch, TokioClock};
+use crate::{
+    Acquire, AcquireRequest, Clock, Driver, DriverError, LockName, ReleaseWatch, TokioClock,
+};
 
 /// An in-process lock backend with the full driver contract: TTL expiry on an injected
 /// clock, fencing, owner-checked renew and release, release notifications, and a
@@ -117,14 +119,10 @@ impl fmt::Debug for LocalDriver {
 
 #[async_trait]
 impl Driver for LocalDriver {
-    async fn acquire(
-        &self,
-        name: &LockName,
-        owner: OwnerToken,
-        ttl: Duration,
-    ) -> Result<Acquire, DriverError> {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        let (name, owner) = (&request.name, request.owner);
         let now = self.shared.clock.now();
-        let expires_at = expiry(now, ttl)?;
+        let expires_at = expiry(now, request.ttl)?;
         let mut table = self.shared.table();
         table.sweep(now);
         Ok(match table.grant(name, owner, now, expires_at) {
@@ -140,7 +138,8 @@ impl Driver for LocalDriver {
         })
     }
 
-    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        let name = &request.name;
         let notified = self.shared.table().watch(name);
         let unwatch = Unwatch {
             shared: Arc::clone(&self.shared),

@@ -464,19 +464,14 @@ async fn a_cancelled_unlock_still_releases_the_grant() {
 
 #[tokio::test(start_paused = true)]
 async fn the_local_driver_refuses_a_ttl_it_cannot_represent_with_an_error() {
-    use robit::{Acquire, Driver, LockName, OwnerToken};
+    use robit::{Acquire, AcquireRequest, Driver, LockName, OwnerToken};
     let driver = LocalDriver::new();
     let name = LockName::from("huge");
-    let err = driver
-        .acquire(&name, OwnerToken::from_u128(1), Duration::MAX)
-        .await
-        .unwrap_err();
+    let huge = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), Duration::MAX);
+    let err = driver.acquire(&huge).await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
-    let Acquire::Granted(lease) = driver
-        .acquire(&name, OwnerToken::from_u128(1), TTL)
-        .await
-        .unwrap()
-    else {
+    let fine = AcquireRequest::new(name, OwnerToken::from_u128(1), TTL);
+    let Acquire::Granted(lease) = driver.acquire(&fine).await.unwrap() else {
         panic!("the failed acquire left something behind");
     };
     assert!(lease.renew(Duration::MAX).await.is_err());

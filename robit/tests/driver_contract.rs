@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use robit::{Acquire, Driver, Lease, LocalDriver, LockName, OwnerToken, Renewal};
+use robit::{Acquire, AcquireRequest, Driver, Lease, LocalDriver, LockName, OwnerToken, Renewal};
 
 const TTL: Duration = Duration::from_secs(3);
 
@@ -16,15 +16,19 @@ fn owner(n: u128) -> OwnerToken {
     OwnerToken::from_u128(0x00C0_FFEE_0000 + n)
 }
 
+fn request(who: u128) -> AcquireRequest {
+    AcquireRequest::new(name(), owner(who), TTL)
+}
+
 async fn granted(driver: &impl Driver, who: u128) -> Box<dyn Lease> {
-    match driver.acquire(&name(), owner(who), TTL).await.unwrap() {
+    match driver.acquire(&request(who)).await.unwrap() {
         Acquire::Granted(lease) => lease,
         other => panic!("owner {who} expected a grant, got {other:?}"),
     }
 }
 
 async fn held(driver: &impl Driver, who: u128) -> Option<Duration> {
-    match driver.acquire(&name(), owner(who), TTL).await.unwrap() {
+    match driver.acquire(&request(who)).await.unwrap() {
         Acquire::Held { expires_in } => expires_in,
         other => panic!("owner {who} expected Held, got {other:?}"),
     }
@@ -139,7 +143,7 @@ async fn concurrent_acquires_of_one_name_grant_exactly_one() {
     let driver = LocalDriver::new();
     let attempts = (0..64_u128).map(|who| {
         let driver = driver.clone();
-        tokio::spawn(async move { driver.acquire(&name(), owner(who), TTL).await.unwrap() })
+        tokio::spawn(async move { driver.acquire(&request(who)).await.unwrap() })
     });
     let mut grants = 0;
     for attempt in attempts.collect::<Vec<_>>() {
@@ -154,7 +158,7 @@ async fn concurrent_acquires_of_one_name_grant_exactly_one() {
 async fn a_release_watch_completes_on_a_release_after_it_was_created() {
     let driver = LocalDriver::new();
     let lease = granted(&driver, 1).await;
-    let watch = driver.watch_release(&name());
+    let watch = driver.watch_release(&request(9));
     lease.release().await.unwrap();
     tokio::time::timeout(Duration::from_millis(1), watch)
         .await
@@ -165,7 +169,7 @@ async fn a_release_watch_completes_on_a_release_after_it_was_created() {
 async fn a_release_watch_stays_pending_while_the_lock_is_held() {
     let driver = LocalDriver::new();
     let lease = granted(&driver, 1).await;
-    let watch = driver.watch_release(&name());
+    let watch = driver.watch_release(&request(9));
     assert!(tokio::time::timeout(TTL / 2, watch).await.is_err());
     assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::LocalDriver;
-use crate::{Acquire, Driver, Lease, LockName, OwnerToken};
+use crate::{Acquire, AcquireRequest, Driver, Lease, LockName, OwnerToken};
 
 const TTL: Duration = Duration::from_secs(10);
 
@@ -12,11 +12,8 @@ fn footprint(driver: &LocalDriver) -> (usize, usize, usize) {
 }
 
 async fn grant(driver: &LocalDriver, name: &LockName, owner: u128) -> Box<dyn Lease> {
-    match driver
-        .acquire(name, OwnerToken::from_u128(owner), TTL)
-        .await
-        .unwrap()
-    {
+    let request = AcquireRequest::new(name.clone(), OwnerToken::from_u128(owner), TTL);
+    match driver.acquire(&request).await.unwrap() {
         Acquire::Granted(lease) => lease,
         other => panic!("expected a grant of {name}, got {other:?}"),
     }
@@ -56,8 +53,9 @@ async fn a_million_expired_names_are_swept_by_the_next_operation() {
 async fn watchers_are_dropped_with_their_watches() {
     let driver = LocalDriver::new();
     let name = LockName::from("watched");
-    let first = driver.watch_release(&name);
-    let second = driver.watch_release(&name);
+    let request = AcquireRequest::new(name, OwnerToken::from_u128(1), TTL);
+    let first = driver.watch_release(&request);
+    let second = driver.watch_release(&request);
     assert_eq!(footprint(&driver).2, 1);
     drop(first);
     assert_eq!(footprint(&driver).2, 1);

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use robit::{
-    Acquire, Driver, DriverError, FenceToken, Lease, LocalDriver, LockName, LossEvent, LossReason,
-    MutexBuilder, OwnerToken, ReleaseWatch, Renewal, async_trait,
+    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, LossEvent,
+    LossReason, MutexBuilder, ReleaseWatch, Renewal, async_trait,
 };
 use tokio::time::Instant;
 
@@ -144,12 +144,7 @@ impl FaultyDriver {
 
 #[async_trait]
 impl Driver for FaultyDriver {
-    async fn acquire(
-        &self,
-        name: &LockName,
-        owner: OwnerToken,
-        ttl: Duration,
-    ) -> Result<Acquire, DriverError> {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         self.faults.acquire_calls.fetch_add(1, Ordering::SeqCst);
         let fault = {
             let mut fault = self.faults.acquire.lock().unwrap();
@@ -170,7 +165,7 @@ impl Driver for FaultyDriver {
             AcquireFault::Reject => return Err(DriverError::rejected("WRONGPASS")),
             AcquireFault::None | AcquireFault::DelayReply(_) => {}
         }
-        let answer = self.local.acquire(name, owner, ttl).await?;
+        let answer = self.local.acquire(request).await?;
         if let AcquireFault::DelayReply(delay) = fault {
             tokio::time::sleep(delay).await;
         }
@@ -187,9 +182,9 @@ impl Driver for FaultyDriver {
         })
     }
 
-    fn watch_release(&self, name: &LockName) -> ReleaseWatch {
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
         match self.faults.notifications {
-            Notifications::Real => self.local.watch_release(name),
+            Notifications::Real => self.local.watch_release(request),
             Notifications::None => ReleaseWatch::never(),
             Notifications::AlwaysReady => ReleaseWatch::new(async {}),
         }

@@ -1,0 +1,63 @@
+//! A granted lease: what a driver hands the Mutex for one grant.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{DriverError, FenceToken};
+
+/// The outcome of a renew that reached the backend.
+///
+/// # Example
+///
+/// ```
+/// use robit::Renewal;
+///
+/// assert_ne!(Renewal::Renewed, Renewal::Lost);
+/// ```
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// The grant is extended to at least `ttl` from the moment the renew was sent.
+    Renewed,
+    /// The grant is not this lease's any more: expired, evicted or taken over. Definitive.
+    Lost,
+}
+
+/// One granted lease: a handle on a live grant, held by the [`Mutex`](crate::Mutex) for
+/// as long as it believes it holds the lock.
+///
+/// See [`Driver`](crate::Driver) for the contract and a complete example.
+#[async_trait]
+pub trait Lease: Send + Sync + 'static {
+    /// The grant's fencing token.
+    fn fence(&self) -> FenceToken;
+
+    /// Extends the grant to at least `ttl` from the moment of this call, if the grant is
+    /// still this lease's and still live.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked: the Mutex retries until the
+    /// validity deadline.
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError>;
+
+    /// Deletes the grant if it is still this lease's. Idempotent; succeeds when the grant
+    /// is already gone.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked; the grant then lapses at
+    /// its expiry.
+    async fn release(&self) -> Result<(), DriverError>;
+
+    /// Completes when the driver learns by itself that the grant is gone (a backend
+    /// notification, an eviction it observed). The Mutex signals loss at once when it
+    /// does. Must be cancel-safe; may be called more than once.
+    ///
+    /// The default never completes; the Mutex's validity deadline and renew answers
+    /// detect every loss anyway, this is only a faster path.
+    async fn lost(&self) {
+        std::future::pending::<()>().await;
+    }
+}
