@@ -75,6 +75,8 @@ mod loss;
 mod mutex;
 mod name;
 mod owner;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod request;
 mod stats;
 mod watch;

@@ -1,0 +1,315 @@
+//! The Redis driver (cargo feature `redis`, on by default).
+//!
+//! One key per lock holds the owner's random token, with the lease's TTL. Acquire, renew
+//! and release are each one round trip: a server-side script, called with EVALSHA.
+//! Waiters queue fairly, and a release hands the lock to the longest-waiting one and
+//! wakes it through one shared pub/sub subscription per driver.
+//!
+//! # Fencing tokens and their lifecycle
+//!
+//! A namespace has **one** fencing counter (`{ns}:fence`), shared by all its lock names,
+//! so a million distinct names leave no trace once released: no key is ever created per
+//! name except the lock (and, while someone waits, its queue), and both expire.
+//!
+//! The counter is created on first use at the server's clock in microseconds, and then
+//! incremented by every grant. If it is lost — a restart without persistence, FLUSHALL,
+//! eviction — it is recreated the same way; as long as the server's clock has not gone
+//! back and grants stayed below one per microsecond on average, the new tokens are above
+//! every earlier one, so tokens keep increasing across the loss.
+//!
+//! A loss erases the lock keys too, and a client may still be holding a lease it has no
+//! way of knowing is gone. So when the counter is found missing, the namespace is
+//! **quarantined**: no grants for [`RedisDriverBuilder::quarantine`] (default 30 s — set
+//! it to at least your longest TTL). Every holder from before the loss fails to renew
+//! and signals its loss inside that window, before anyone else can hold the lock. The
+//! price is that the first lock of a namespace on a fresh Redis waits the quarantine
+//! once. Run Redis with `maxmemory-policy noeviction` (or a `volatile-*` policy: the
+//! counter has no TTL) so that memory pressure does not trigger this.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use robit::Mutex;
+//! use robit::redis::RedisDriver;
+//! use std::time::Duration;
+//!
+//! # #[tokio::main] async fn main() -> Result<(), robit::BoxError> {
+//! let driver = RedisDriver::builder("redis://127.0.0.1:6379")
+//!     .namespace("billing")
+//!     .build()?;
+//! let mutex = Mutex::builder("invoice-run", driver.clone())
+//!     .ttl(Duration::from_secs(10))
+//!     .build()?;
+//! let guard = mutex.lock().await?;
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod connector;
+mod error;
+mod keys;
+mod lease;
+mod notify;
+mod scripts;
+
+use std::fmt;
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::{FromRedisValue, ScriptInvocation};
+
+pub use self::config::{
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
+    DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
+};
+pub use self::connector::{Connector, UrlConnector};
+
+use self::config::{Settings, millis_ceil};
+use self::lease::RedisLease;
+use self::notify::Dispatcher;
+use self::scripts::{ACQUIRE, WITHDRAW};
+use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch};
+
+/// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
+///
+/// A cheap handle: clones share one multiplexed connection and one subscription, so give
+/// a clone to every [`Mutex`](crate::Mutex). See the [module documentation](self) for the
+/// data model, fencing and the quarantine after state loss.
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::RedisDriver;
+///
+/// let driver = RedisDriver::builder("redis://127.0.0.1:6379/0").build()?;
+/// # drop(driver);
+/// # Ok::<(), robit::redis::RedisConfigError>(())
+/// ```
+pub struct RedisDriver<C: Connector = UrlConnector> {
+    inner: Arc<Inner<C>>,
+}
+
+struct Inner<C: Connector> {
+    connector: Arc<C>,
+    settings: Settings,
+    connection: StdMutex<Option<C::Connection>>,
+    connecting: tokio::sync::Mutex<()>,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl<C: Connector> Drop for Inner<C> {
+    fn drop(&mut self) {
+        self.dispatcher.shutdown();
+    }
+}
+
+impl RedisDriver<UrlConnector> {
+    /// Starts building a driver for the server at `url` (`redis://` or, with the `tls`
+    /// feature, `rediss://`; ACL credentials go in the URL).
+    pub fn builder(url: &str) -> RedisDriverBuilder<UrlConnector> {
+        RedisDriverBuilder::new(UrlConnector::new(url))
+    }
+}
+
+impl<C: Connector> RedisDriver<C> {
+    /// Starts building a driver whose connections come from `connector`.
+    pub fn with_connector(connector: C) -> RedisDriverBuilder<C> {
+        RedisDriverBuilder::new(Ok(connector))
+    }
+
+    fn from_parts(connector: Arc<C>, settings: Settings) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                connector,
+                settings,
+                connection: StdMutex::new(None),
+                connecting: tokio::sync::Mutex::new(()),
+                dispatcher: Arc::default(),
+            }),
+        }
+    }
+
+    /// Connects if need be and checks that the server answers, to surface a wrong
+    /// address or password at start-up rather than at the first lock.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] saying what failed.
+    pub async fn ping(&self) -> Result<(), DriverError> {
+        let inner = &self.inner;
+        let mut connection = inner.connection().await?;
+        let limit = inner.settings.command_timeout;
+        match tokio::time::timeout(limit, redis::cmd("PING").query_async::<()>(&mut connection))
+            .await
+        {
+            Ok(result) => result.map_err(|err| inner.failed(err)),
+            Err(_) => Err(DriverError::Timeout(limit)),
+        }
+    }
+}
+
+impl<C: Connector> Inner<C> {
+    fn slot(&self) -> MutexGuard<'_, Option<C::Connection>> {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The command connection, connecting first if there is none.
+    async fn connection(&self) -> Result<C::Connection, DriverError> {
+        if let Some(connection) = self.slot().clone() {
+            return Ok(connection);
+        }
+        // One connection attempt at a time; the others wait and share its result.
+        let _connecting = self.connecting.lock().await;
+        if let Some(connection) = self.slot().clone() {
+            return Ok(connection);
+        }
+        let limit = self.settings.connect_timeout;
+        let connection = tokio::time::timeout(limit, self.connector.connect())
+            .await
+            .map_err(|_| DriverError::Timeout(limit))?
+            .map_err(|err| error::classify(err, limit))?;
+        *self.slot() = Some(connection.clone());
+        Ok(connection)
+    }
+
+    /// Classifies a failure, and drops a broken connection so the next command gets a
+    /// fresh one.
+    fn failed(&self, err: redis::RedisError) -> DriverError {
+        if error::breaks_connection(&err) && !self.connector.reconnects_by_itself() {
+            *self.slot() = None;
+        }
+        error::classify(err, self.settings.command_timeout)
+    }
+
+    /// Runs one script invocation: one round trip, bounded by the command timeout.
+    async fn run<T: FromRedisValue>(
+        &self,
+        invocation: &ScriptInvocation<'_>,
+    ) -> Result<T, DriverError> {
+        let mut connection = self.connection().await?;
+        let limit = self.settings.command_timeout;
+        match tokio::time::timeout(limit, invocation.invoke_async(&mut connection)).await {
+            Ok(result) => result.map_err(|err| self.failed(err)),
+            Err(_) => Err(DriverError::Timeout(limit)),
+        }
+    }
+}
+
+impl<C: Connector> Clone for RedisDriver<C> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<C: Connector> fmt::Debug for RedisDriver<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisDriver")
+            .field("server", &self.inner.connector.describe())
+            .field("settings", &self.inner.settings)
+            .finish()
+    }
+}
+
+/// The waiter's id as stored in the queue: 32 lower-case hex digits.
+fn waiter_hex(id: u128) -> String {
+    format!("{id:032x}")
+}
+
+#[async_trait]
+impl<C: Connector> Driver for RedisDriver<C> {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        let inner = &self.inner;
+        let settings = &inner.settings;
+        let keys = settings.lock_keys(&request.name);
+        let owner = request.owner.to_string();
+        let (waiter, queue_ttl) = match request.waiter {
+            // A queue entry outlives its waiter's silence several times over.
+            Some(waiter) => (
+                waiter_hex(waiter.id),
+                millis_ceil(
+                    waiter
+                        .retry_within
+                        .saturating_mul(4)
+                        .max(Duration::from_secs(1)),
+                ),
+            ),
+            None => (String::new(), 0),
+        };
+        let quarantine = if settings.quarantine.is_zero() {
+            0
+        } else {
+            millis_ceil(settings.quarantine.max(request.ttl))
+        };
+        let mut invocation = ACQUIRE.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.queue)
+            .key(&settings.fence_key)
+            .key(&settings.quarantine_key)
+            .arg(&owner)
+            .arg(millis_ceil(request.ttl))
+            .arg(&waiter)
+            .arg(queue_ttl)
+            .arg(&settings.channel)
+            .arg(millis_ceil(settings.handoff_window))
+            .arg(quarantine);
+        let (status, value): (i64, i64) = inner.run(&invocation).await?;
+        let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
+        match (status, u64::try_from(value)) {
+            (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Box::new(RedisLease {
+                inner: Arc::clone(inner),
+                keys,
+                owner,
+                fence: FenceToken::new(fence),
+            }))),
+            (0, _) => Ok(Acquire::Held {
+                expires_in: millis(value),
+            }),
+            (2, _) => {
+                tracing::warn!(target: "robit", lock = %request.name, quarantine_left_ms = value,
+                    "the namespace's state was lost or is new: no grants until its quarantine ends");
+                Ok(Acquire::Held {
+                    expires_in: millis(value),
+                })
+            }
+            _ => Err(DriverError::rejected(format!(
+                "the acquire script answered [{status}, {value}], which this version of robit \
+                 does not understand; are two robit versions sharing the namespace?"
+            ))),
+        }
+    }
+
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        match request.waiter {
+            Some(waiter) => self.inner.dispatcher.watch(
+                waiter.id,
+                &self.inner.connector,
+                &self.inner.settings.channel,
+            ),
+            None => ReleaseWatch::never(),
+        }
+    }
+
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        let Some(waiter) = request.waiter else {
+            return Ok(());
+        };
+        let settings = &self.inner.settings;
+        let keys = settings.lock_keys(&request.name);
+        let mut invocation = WITHDRAW.prepare_invoke();
+        invocation
+            .key(&keys.lock)
+            .key(&keys.queue)
+            .arg(waiter_hex(waiter.id))
+            .arg(&settings.channel)
+            .arg(millis_ceil(settings.handoff_window));
+        let _passed_on: i64 = self.inner.run(&invocation).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,219 @@
+//! The Redis driver's settings, builder and validation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{Connector, RedisDriver, UrlConnector};
+
+/// Default namespace: the prefix of every key and channel the driver uses.
+pub const DEFAULT_NAMESPACE: &str = "robit";
+/// Default time limit for one Redis command.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Default time limit for establishing a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default time a released lock stays reserved for the waiter it was handed to.
+pub const DEFAULT_HANDOFF_WINDOW: Duration = Duration::from_millis(500);
+/// Default time grants are suspended after the namespace's state was lost (or first
+/// created): at least the longest TTL any client uses, so that every grant made before
+/// the loss has lapsed before a new one is made.
+pub const DEFAULT_QUARANTINE: Duration = crate::DEFAULT_TTL;
+
+/// [`RedisDriverBuilder::build`] rejected the configuration.
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::{RedisConfigError, RedisDriver};
+///
+/// let err = RedisDriver::builder("redis://127.0.0.1:6379").namespace("").build().unwrap_err();
+/// assert!(matches!(err, RedisConfigError::InvalidNamespace { .. }));
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RedisConfigError {
+    /// The connection URL could not be parsed.
+    #[error(
+        "invalid Redis URL {url}: {source}; expected redis://[user:password@]host[:port][/db] \
+         or rediss:// for TLS"
+    )]
+    InvalidUrl {
+        /// The URL, with any password hidden.
+        url: String,
+        /// What the parser said.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// The namespace is empty or contains `{` or `}`, which would break the hash tag
+    /// that keeps a namespace's keys in one Redis Cluster slot.
+    #[error("namespace {namespace:?} must be non-empty and free of '{{' and '}}'")]
+    InvalidNamespace {
+        /// The rejected namespace.
+        namespace: String,
+    },
+    /// A timeout or window is zero.
+    #[error("{setting} must be greater than zero")]
+    Zero {
+        /// Which setting.
+        setting: &'static str,
+    },
+}
+
+/// The validated settings every operation reads.
+#[derive(Clone)]
+pub(super) struct Settings {
+    /// `{namespace}`: the hash tag all of the namespace's keys start with.
+    pub(super) tag: String,
+    pub(super) channel: String,
+    pub(super) fence_key: String,
+    pub(super) quarantine_key: String,
+    pub(super) command_timeout: Duration,
+    pub(super) connect_timeout: Duration,
+    pub(super) handoff_window: Duration,
+    pub(super) quarantine: Duration,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Settings")
+            .field("namespace", &self.tag)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("handoff_window", &self.handoff_window)
+            .field("quarantine", &self.quarantine)
+            .finish()
+    }
+}
+
+/// Builds a [`RedisDriver`]; start with [`RedisDriver::builder`] or
+/// [`RedisDriver::with_connector`].
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::RedisDriver;
+/// use std::time::Duration;
+///
+/// let driver = RedisDriver::builder("redis://app:s3cret@127.0.0.1:6379/0")
+///     .namespace("billing")
+///     .command_timeout(Duration::from_millis(500))
+///     .quarantine(Duration::from_secs(60)) // the longest TTL any client uses
+///     .build()?;
+/// assert!(!format!("{driver:?}").contains("s3cret"));
+/// # Ok::<(), robit::redis::RedisConfigError>(())
+/// ```
+#[must_use = "a builder does nothing until build() is called"]
+pub struct RedisDriverBuilder<C: Connector = UrlConnector> {
+    connector: Result<C, RedisConfigError>,
+    namespace: String,
+    command_timeout: Duration,
+    connect_timeout: Duration,
+    handoff_window: Duration,
+    quarantine: Duration,
+}
+
+impl<C: Connector> RedisDriverBuilder<C> {
+    pub(super) fn new(connector: Result<C, RedisConfigError>) -> Self {
+        Self {
+            connector,
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            handoff_window: DEFAULT_HANDOFF_WINDOW,
+            quarantine: DEFAULT_QUARANTINE,
+        }
+    }
+
+    /// The prefix of every key and channel. Drivers that should see each other's locks
+    /// must use the same namespace. Default [`DEFAULT_NAMESPACE`].
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The time limit for one command; a hung server surfaces as a failed (and retried)
+    /// operation instead of a hang. Default [`DEFAULT_COMMAND_TIMEOUT`].
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// The time limit for establishing a connection. Default [`DEFAULT_CONNECT_TIMEOUT`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How long a released lock stays reserved for the waiter it was handed to. A waiter
+    /// that has died costs the others this long. Default [`DEFAULT_HANDOFF_WINDOW`].
+    pub fn handoff_window(mut self, window: Duration) -> Self {
+        self.handoff_window = window;
+        self
+    }
+
+    /// How long grants are suspended when the namespace's state is found missing — after
+    /// a restart without persistence, a FLUSHALL, an eviction, or on first use. Set it to
+    /// at least the longest TTL of any client in the namespace; zero turns the protection
+    /// off (a holder from before the loss could then overlap with a new one). Default
+    /// [`DEFAULT_QUARANTINE`].
+    pub fn quarantine(mut self, quarantine: Duration) -> Self {
+        self.quarantine = quarantine;
+        self
+    }
+
+    /// Validates the settings and builds the driver. It connects lazily, on first use.
+    ///
+    /// # Errors
+    ///
+    /// A [`RedisConfigError`] naming what is wrong.
+    pub fn build(self) -> Result<RedisDriver<C>, RedisConfigError> {
+        let connector = self.connector?;
+        if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
+            return Err(RedisConfigError::InvalidNamespace {
+                namespace: self.namespace,
+            });
+        }
+        for (setting, value) in [
+            ("the command timeout", self.command_timeout),
+            ("the connect timeout", self.connect_timeout),
+            ("the hand-off window", self.handoff_window),
+        ] {
+            if value.is_zero() {
+                return Err(RedisConfigError::Zero { setting });
+            }
+        }
+        let tag = format!("{{{}}}", self.namespace);
+        let settings = Settings {
+            fence_key: format!("{tag}:fence"),
+            quarantine_key: format!("{tag}:quarantine"),
+            tag,
+            channel: format!("{}:handoff", self.namespace),
+            command_timeout: self.command_timeout,
+            connect_timeout: self.connect_timeout,
+            handoff_window: self.handoff_window,
+            quarantine: self.quarantine,
+        };
+        Ok(RedisDriver::from_parts(Arc::new(connector), settings))
+    }
+}
+
+impl<C: Connector> fmt::Debug for RedisDriverBuilder<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisDriverBuilder")
+            .field(
+                "connector",
+                &self.connector.as_ref().map(Connector::describe),
+            )
+            .field("namespace", &self.namespace)
+            .field("command_timeout", &self.command_timeout)
+            .field("handoff_window", &self.handoff_window)
+            .field("quarantine", &self.quarantine)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whole milliseconds, rounded up so that a TTL is never shortened, and at least 1.
+pub(super) fn millis_ceil(duration: Duration) -> u64 {
+    let millis = duration.as_nanos().div_ceil(1_000_000).max(1);
+    u64::try_from(millis).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,156 @@
+//! Where connections come from.
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
+use redis::{Client, RedisResult};
+
+use super::RedisConfigError;
+use super::config::DEFAULT_CONNECT_TIMEOUT;
+
+/// Supplies the [`RedisDriver`](super::RedisDriver)'s connections: one multiplexed
+/// connection for commands, and a pub/sub connection for hand-off notifications.
+///
+/// Production uses [`UrlConnector`] (redis-rs's `ConnectionManager`, which reconnects by
+/// itself). A test harness or simulator implements this to run the real driver over its
+/// own transport — a `redis::aio::MultiplexedConnection` and a `redis::aio::PubSub` can
+/// both be built over any async stream. The driver asks for a new connection whenever the
+/// current one reports it is broken, so a connector that does not reconnect by itself
+/// still recovers.
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::Connector;
+/// use redis::aio::{MultiplexedConnection, PubSub};
+///
+/// /// Plain multiplexed connections to one server, rebuilt by the driver when broken.
+/// struct Direct(redis::Client);
+///
+/// #[robit::async_trait]
+/// impl Connector for Direct {
+///     type Connection = MultiplexedConnection;
+///
+///     async fn connect(&self) -> redis::RedisResult<MultiplexedConnection> {
+///         self.0.get_multiplexed_async_connection().await
+///     }
+///
+///     async fn subscriber(&self) -> redis::RedisResult<PubSub> {
+///         self.0.get_async_pubsub().await
+///     }
+///
+///     fn describe(&self) -> String {
+///         "direct connection".to_owned()
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait Connector: Send + Sync + 'static {
+    /// The command connection: cheap to clone, safe to use from many tasks at once.
+    type Connection: ConnectionLike + Clone + Send + Sync + 'static;
+
+    /// Opens a command connection.
+    async fn connect(&self) -> RedisResult<Self::Connection>;
+
+    /// Opens a connection for subscribing to hand-off notifications.
+    async fn subscriber(&self) -> RedisResult<PubSub>;
+
+    /// Whether a connection from [`connect`](Self::connect) recovers from a broken
+    /// socket by itself; if not, the driver replaces it. Default false.
+    fn reconnects_by_itself(&self) -> bool {
+        false
+    }
+
+    /// A description of where this connects, for `Debug` and logs. It must not contain
+    /// a password.
+    fn describe(&self) -> String;
+}
+
+/// Connects to the server named by a `redis://` or `rediss://` URL, through redis-rs's
+/// `ConnectionManager`, which reconnects after failures.
+///
+/// The URL carries the ACL username and password (`redis://user:pass@host:6379/0`);
+/// `rediss://` needs the crate's `tls` feature. Neither `Debug` nor `describe` shows the
+/// password.
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::{Connector, UrlConnector};
+///
+/// let connector = UrlConnector::new("redis://app:hunter2@localhost:6379/0")?;
+/// assert_eq!(connector.describe(), "redis://app:***@localhost:6379/0");
+/// # Ok::<(), robit::redis::RedisConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct UrlConnector {
+    client: Client,
+    redacted: String,
+}
+
+impl UrlConnector {
+    /// Parses `url`; nothing connects until the driver's first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`RedisConfigError::InvalidUrl`] if the URL cannot be parsed.
+    pub fn new(url: &str) -> Result<Self, RedisConfigError> {
+        let redacted = redact(url);
+        let client = Client::open(url).map_err(|source| RedisConfigError::InvalidUrl {
+            url: redacted.clone(),
+            source,
+        })?;
+        Ok(Self { client, redacted })
+    }
+}
+
+impl std::fmt::Debug for UrlConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("UrlConnector").field(&self.redacted).finish()
+    }
+}
+
+#[async_trait]
+impl Connector for UrlConnector {
+    type Connection = ConnectionManager;
+
+    async fn connect(&self) -> RedisResult<ConnectionManager> {
+        // The driver bounds every command and connection attempt itself, with the
+        // timeouts it was configured with; the manager only has to reconnect.
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(DEFAULT_CONNECT_TIMEOUT))
+            .set_number_of_retries(1);
+        ConnectionManager::new_with_config(self.client.clone(), config).await
+    }
+
+    async fn subscriber(&self) -> RedisResult<PubSub> {
+        self.client.get_async_pubsub().await
+    }
+
+    fn reconnects_by_itself(&self) -> bool {
+        true
+    }
+
+    fn describe(&self) -> String {
+        self.redacted.clone()
+    }
+}
+
+/// `url` with the password of its user-info part replaced by `***`.
+pub(super) fn redact(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    let userinfo = &rest[..at];
+    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
+    if !userinfo.contains(':') {
+        // redis://password@host is also accepted as a bare password.
+        return format!("{}***{}", &url[..scheme_end], &rest[at..]);
+    }
+    format!("{}{user}:***{}", &url[..scheme_end], &rest[at..])
+}

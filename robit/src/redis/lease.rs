@@ -1,0 +1,54 @@
+//! A lease on the Redis driver.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::config::millis_ceil;
+use super::keys::LockKeys;
+use super::scripts::{RELEASE, RENEW};
+use super::{Connector, Inner};
+use crate::{DriverError, FenceToken, Lease, Renewal};
+
+pub(super) struct RedisLease<C: Connector> {
+    pub(super) inner: Arc<Inner<C>>,
+    pub(super) keys: LockKeys,
+    /// The owner token as stored in the lock key: 32 lower-case hex digits.
+    pub(super) owner: String,
+    pub(super) fence: FenceToken,
+}
+
+#[async_trait]
+impl<C: Connector> Lease for RedisLease<C> {
+    fn fence(&self) -> FenceToken {
+        self.fence
+    }
+
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+        let mut invocation = RENEW.prepare_invoke();
+        invocation
+            .key(&self.keys.lock)
+            .arg(&self.owner)
+            .arg(millis_ceil(ttl));
+        let renewed: i64 = self.inner.run(&invocation).await?;
+        Ok(if renewed == 1 {
+            Renewal::Renewed
+        } else {
+            Renewal::Lost
+        })
+    }
+
+    async fn release(&self) -> Result<(), DriverError> {
+        let settings = &self.inner.settings;
+        let mut invocation = RELEASE.prepare_invoke();
+        invocation
+            .key(&self.keys.lock)
+            .key(&self.keys.queue)
+            .arg(&self.owner)
+            .arg(&settings.channel)
+            .arg(millis_ceil(settings.handoff_window));
+        let _released: i64 = self.inner.run(&invocation).await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,308 @@
+//! The Redis driver against a real redis-server: the driver contract, key hygiene, fair
+//! hand-off, typed errors, and many mutexes over one driver.
+//!
+//! These run in real time (the server's clock is real). They wait for events, never
+//! assert durations.
+#![cfg(feature = "redis")]
+
+mod common;
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::within;
+use redis::AsyncCommands;
+use robit::redis::RedisDriver;
+use robit::{
+    Acquire, AcquireRequest, Driver, FenceGate, Lease, LockError, LockName, Mutex, OwnerToken,
+    Renewal, Waiter,
+};
+use support::RedisServer;
+
+const TTL: Duration = Duration::from_secs(2);
+const LONG: Duration = Duration::from_secs(20);
+
+fn driver(server: &RedisServer) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+fn request(name: &str, who: u128) -> AcquireRequest {
+    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
+}
+
+async fn granted(driver: &RedisDriver, request: &AcquireRequest) -> Box<dyn Lease> {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+async fn pttl(server: &RedisServer, key: &[u8]) -> i64 {
+    server.admin().await.pttl(key).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_driver_contract_holds_on_a_real_server() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let key = b"{robit}:lock:contract";
+
+    // A free name is granted, for the TTL.
+    let first = granted(&driver, &request("contract", 1)).await;
+    let left = pttl(&server, key).await;
+    assert!(left > 0 && left <= 2000, "PTTL {left}");
+    // A held one is refused, with its expiry.
+    match driver.acquire(&request("contract", 2)).await.unwrap() {
+        Acquire::Held {
+            expires_in: Some(left),
+        } => assert!(left <= TTL),
+        other => panic!("expected Held, got {other:?}"),
+    }
+    // A renew extends the grant by the TTL.
+    server
+        .admin()
+        .await
+        .pexpire::<_, ()>(key, 500)
+        .await
+        .unwrap();
+    assert_eq!(first.renew(TTL).await.unwrap(), Renewal::Renewed);
+    assert!(pttl(&server, key).await > 1000);
+
+    // Once the grant has expired, renew answers lost, even though nobody took it.
+    server.admin().await.del::<_, ()>(key).await.unwrap();
+    assert_eq!(first.renew(TTL).await.unwrap(), Renewal::Lost);
+    assert_eq!(
+        pttl(&server, key).await,
+        -2,
+        "a lost renew recreated the key"
+    );
+
+    // A takeover: the stale lease can neither renew nor release the new grant.
+    let second = granted(&driver, &request("contract", 2)).await;
+    assert!(second.fence() > first.fence());
+    assert_eq!(first.renew(TTL).await.unwrap(), Renewal::Lost);
+    first.release().await.unwrap();
+    assert!(
+        pttl(&server, key).await > 0,
+        "a stale release deleted the new grant"
+    );
+
+    // Release frees the name at once, and is idempotent.
+    second.release().await.unwrap();
+    second.release().await.unwrap();
+    let third = granted(&driver, &request("contract", 3)).await;
+    assert!(third.fence() > second.fence());
+    third.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_increase_across_names_expiries_and_releases() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let mut last = BTreeMap::new();
+    for round in 0..40_u128 {
+        let name = format!("fenced-{}", round % 3);
+        let lease = granted(&driver, &request(&name, round)).await;
+        if let Some(previous) = last.insert(name.clone(), lease.fence()) {
+            assert!(
+                previous < lease.fence(),
+                "{name}: {previous:?} then {:?}",
+                lease.fence()
+            );
+        }
+        if round % 2 == 0 {
+            lease.release().await.unwrap();
+        } else {
+            let key = format!("{{robit}}:lock:{name}");
+            server.admin().await.del::<_, ()>(key).await.unwrap(); // as if expired
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acquires_of_one_name_grant_exactly_one() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let attempts: Vec<_> = (0..64_u128)
+        .map(|who| {
+            let driver = driver.clone();
+            tokio::spawn(async move { driver.acquire(&request("race", who)).await.unwrap() })
+        })
+        .collect();
+    let mut grants = 0;
+    for attempt in attempts {
+        if let Acquire::Granted(_) = attempt.await.unwrap() {
+            grants += 1;
+        }
+    }
+    assert_eq!(grants, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_names_locked_and_released_leave_only_the_fencing_counter() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    for i in 0..10_000 {
+        let mutex = Mutex::builder(format!("job/{i}"), driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+    }
+    let mut admin = server.admin().await;
+    let keys: Vec<String> = admin.keys("*").await.unwrap();
+    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("queue", 1)).await;
+    let waiter = |id| request("queue", 100 + id).with_waiter(Waiter::new(id, LONG));
+    // Two waiters queue, in order.
+    for id in [7, 8] {
+        assert!(matches!(
+            driver.acquire(&waiter(id)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    let first_in_line = driver.watch_release(&waiter(7));
+    let second_in_line = driver.watch_release(&waiter(8));
+    // A newcomer (a single try) cannot barge in after the release.
+    holder.release().await.unwrap();
+    within(LONG, "the hand-off notification", first_in_line).await;
+    assert!(matches!(
+        driver.acquire(&request("queue", 2)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    assert!(matches!(
+        driver.acquire(&waiter(8)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    let lease = granted(&driver, &waiter(7)).await;
+    lease.release().await.unwrap();
+    within(LONG, "the second hand-off", second_in_line).await;
+    granted(&driver, &waiter(8)).await.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_withdraws_passes_its_turn_on() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("withdraw", 1)).await;
+    let waiter = |id| request("withdraw", 100 + id).with_waiter(Waiter::new(id, LONG));
+    for id in [7, 8] {
+        assert!(matches!(
+            driver.acquire(&waiter(id)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    let next = driver.watch_release(&waiter(8));
+    holder.release().await.unwrap(); // reserved for 7
+    driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: 8 is next
+    within(LONG, "the passed-on hand-off", next).await;
+    granted(&driver, &waiter(8)).await.release().await.unwrap();
+    let keys: Vec<String> = server.admin().await.keys("*").await.unwrap();
+    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contending_mutexes_take_turns_instead_of_the_releaser_barging_back() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..4)
+        .map(|task| {
+            let (driver, order) = (driver.clone(), Arc::clone(&order));
+            tokio::spawn(async move {
+                let mutex = Mutex::builder("turns", driver).ttl(TTL).build().unwrap();
+                for _ in 0..15 {
+                    let guard = mutex.lock().await.unwrap();
+                    order.lock().unwrap().push(task);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        within(LONG, "a contender", task).await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), 60);
+    // Once all four are queued, the lock rotates: nobody holds it twice in a row.
+    let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
+    assert!(
+        repeats <= 3,
+        "the releaser barged back {repeats} times: {order:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_mutexes_over_one_driver_never_overlap() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let names = 10;
+    let inside: Arc<Vec<AtomicUsize>> = Arc::new((0..names).map(|_| AtomicUsize::new(0)).collect());
+    let gates: Arc<Vec<FenceGate>> = Arc::new((0..names).map(|_| FenceGate::new()).collect());
+    let tasks: Vec<_> = (0..1000)
+        .map(|i| {
+            let (driver, inside, gates) = (driver.clone(), Arc::clone(&inside), Arc::clone(&gates));
+            tokio::spawn(async move {
+                let n = i % names;
+                let mutex = Mutex::builder(format!("crowd-{n}"), driver)
+                    .ttl(TTL)
+                    .build()
+                    .unwrap();
+                let guard = mutex.lock().await.unwrap();
+                assert_eq!(
+                    inside[n].fetch_add(1, Ordering::SeqCst),
+                    0,
+                    "two holders of crowd-{n}"
+                );
+                gates[n].check(guard.fence()).unwrap();
+                tokio::task::yield_now().await;
+                inside[n].fetch_sub(1, Ordering::SeqCst);
+                guard.unlock().await.unwrap();
+            })
+        })
+        .collect();
+    for task in tasks {
+        within(Duration::from_secs(120), "a crowd member", task)
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_byte_string_is_a_lock_name() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    for name in [
+        &b"\x00\xff{braces}\r\n"[..],
+        "ünïcødé".as_bytes(),
+        &[b'x'; 4096][..],
+    ] {
+        let mutex = Mutex::builder(name, driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        let other = Mutex::builder(name, driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        let guard = mutex.lock().await.unwrap();
+        assert!(matches!(
+            other.try_lock().await,
+            Err(LockError::Contended { .. })
+        ));
+        guard.unlock().await.unwrap();
+    }
+}

@@ -1,0 +1,173 @@
+//! A real `redis-server` for tests: its own process, on a free port, in a temp dir.
+//!
+//! The binary is `$ROBIT_REDIS_SERVER`, or `redis-server` from `PATH`. The server is
+//! killed when the handle drops; if the test is failing at that moment, its log is
+//! printed, so a failure shows what the server saw.
+
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+pub struct RedisServer {
+    binary: PathBuf,
+    dir: TempDir,
+    port: u16,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// A server with extra command-line arguments (`--requirepass secret`, …).
+    pub fn start_with(args: &[&str]) -> Self {
+        let binary = std::env::var_os("ROBIT_REDIS_SERVER")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("redis-server"));
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("no free port")
+            .port();
+        let mut server = Self {
+            binary,
+            dir: tempfile::tempdir().expect("no temp dir"),
+            port,
+            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            child: None,
+        };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let log = self.dir.path().join("redis.log");
+        let child = Command::new(&self.binary)
+            .arg("--port")
+            .arg(self.port.to_string())
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(&log)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "could not start {}: {err}; install redis-server or point \
+                     ROBIT_REDIS_SERVER at one",
+                    self.binary.display()
+                )
+            });
+        self.child = Some(child);
+        self.wait_ready();
+    }
+
+    /// Waits until the server answers on its port (it may ask for a password: any
+    /// answer will do). Readiness polling, not a timing assertion.
+    fn wait_ready(&self) {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let mut reply = [0_u8; 1];
+                if stream.write_all(b"PING\r\n").is_ok() && stream.read(&mut reply).is_ok() {
+                    return;
+                }
+            }
+            assert!(
+                Instant::now() < give_up,
+                "redis-server did not start:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("not running").id()
+    }
+
+    /// Kills the server and starts a new one on the same port: without persistence,
+    /// every key is gone.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (SIGCONT).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(self.pid().to_string())
+            .status()
+            .expect("kill");
+        assert!(status.success(), "kill {signal} failed");
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
+    }
+
+    /// A connection for the test's own commands (CLIENT KILL, FLUSHALL, …).
+    pub async fn admin(&self) -> redis::aio::MultiplexedConnection {
+        self.admin_as(&self.url()).await
+    }
+
+    pub async fn admin_as(&self, url: &str) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(url)
+            .expect("url")
+            .get_multiplexed_async_connection()
+            .await
+            .expect("admin connection")
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- redis-server log (port {}) ---\n{}",
+                self.port,
+                self.log()
+            );
+        }
+    }
+}
