@@ -4,7 +4,7 @@
 //! killed when the handle drops; if the test is failing at that moment, its log is
 //! printed, so a failure shows what the server saw.
 
-#![allow(dead_code, unreachable_pub, missing_docs)]
+#![allow(dead_code, unreachable_pub, missing_docs, clippy::print_stderr)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
