@@ -1,0 +1,314 @@
+//! The Redis driver under server faults: restarts without persistence, SIGSTOP, killed
+//! connections, SCRIPT FLUSH, FLUSHALL, evicted or overwritten keys.
+//!
+//! Real time throughout. The assertions are about order — who was told what, before
+//! whom — and about never having two holders, recorded as belief intervals.
+#![cfg(feature = "redis")]
+
+mod common;
+mod support;
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use common::within;
+use redis::AsyncCommands;
+use robit::redis::RedisDriver;
+use robit::{LossReason, Mutex, UnlockError};
+use support::RedisServer;
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(1);
+const QUARANTINE: Duration = Duration::from_secs(2);
+const LONG: Duration = Duration::from_secs(30);
+
+/// Each client's belief intervals: from lock() returning Ok to unlock or loss.
+#[derive(Clone, Default)]
+struct Beliefs(Arc<StdMutex<Vec<(&'static str, Instant, Option<Instant>)>>>);
+
+impl Beliefs {
+    fn begin(&self, who: &'static str) {
+        self.0.lock().unwrap().push((who, Instant::now(), None));
+    }
+
+    fn end(&self, who: &'static str) -> Instant {
+        let now = Instant::now();
+        let mut all = self.0.lock().unwrap();
+        if let Some(open) = all
+            .iter_mut()
+            .rev()
+            .find(|(w, _, end)| *w == who && end.is_none())
+        {
+            open.2 = Some(now);
+        }
+        now
+    }
+
+    fn assert_never_two_holders(&self) {
+        let all = self.0.lock().unwrap().clone();
+        let now = Instant::now();
+        for (i, (a, a_start, a_end)) in all.iter().enumerate() {
+            for (b, b_start, b_end) in &all[i + 1..] {
+                let (a_end, b_end) = (a_end.unwrap_or(now), b_end.unwrap_or(now));
+                assert!(
+                    a_end <= *b_start || b_end <= *a_start,
+                    "{a} and {b} both believed they held the lock: {all:?}"
+                );
+            }
+        }
+    }
+}
+
+fn driver(server: &RedisServer, quarantine: Duration) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(quarantine)
+        .command_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap()
+}
+
+/// Creates the namespace's counter, so the first lock of a test is not quarantined.
+async fn warm_up(server: &RedisServer) {
+    let mutex = Mutex::builder("warm-up", driver(server, Duration::ZERO))
+        .build()
+        .unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+}
+
+/// A client with its own driver (its own connections), recording beliefs and losses.
+fn client(
+    server: &RedisServer,
+    who: &'static str,
+    beliefs: &Beliefs,
+    losses: &Arc<StdMutex<Vec<(Instant, LossReason)>>>,
+) -> Mutex {
+    let (beliefs, losses) = (beliefs.clone(), Arc::clone(losses));
+    Mutex::builder("faulty", driver(server, QUARANTINE))
+        .ttl(TTL)
+        .on_lost(move |event| {
+            let at = beliefs.end(who);
+            losses.lock().unwrap().push((at, event.reason));
+        })
+        .build()
+        .unwrap()
+}
+
+struct Scene {
+    beliefs: Beliefs,
+    losses: Arc<StdMutex<Vec<(Instant, LossReason)>>>,
+    holder: Mutex,
+    waiter: tokio::task::JoinHandle<(Instant, robit::FenceToken, Mutex)>,
+    holder_fence: robit::FenceToken,
+}
+
+/// `a` holds the lock; `b` waits for it in the background.
+async fn holder_and_waiter(server: &RedisServer) -> Scene {
+    warm_up(server).await;
+    let beliefs = Beliefs::default();
+    let losses = Arc::default();
+    let holder = client(server, "a", &beliefs, &losses);
+    let holder_fence = holder.acquire().await.unwrap();
+    beliefs.begin("a");
+    let waiter = {
+        let mutex = client(server, "b", &beliefs, &losses);
+        let beliefs = beliefs.clone();
+        tokio::spawn(async move {
+            let fence = mutex.acquire().await.unwrap();
+            beliefs.begin("b");
+            (Instant::now(), fence, mutex)
+        })
+    };
+    // Let the waiter queue up.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!waiter.is_finished());
+    Scene {
+        beliefs,
+        losses,
+        holder,
+        waiter,
+        holder_fence,
+    }
+}
+
+impl Scene {
+    fn losses(&self) -> Vec<(Instant, LossReason)> {
+        self.losses.lock().unwrap().clone()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_without_persistence_tells_the_holder_before_anyone_else_can_hold() {
+    let mut server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    tokio::task::block_in_place(|| server.restart());
+
+    let (acquired_at, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    let losses = scene.losses.lock().unwrap().clone();
+    assert_eq!(losses.len(), 1, "{losses:?}");
+    assert!(
+        losses[0].0 < acquired_at,
+        "the holder was told after the waiter acquired"
+    );
+    assert!(!scene.holder.is_held());
+    assert!(
+        fence > scene.holder_fence,
+        "the fencing token went backwards across the restart"
+    );
+    scene.beliefs.assert_never_two_holders();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_frozen_for_longer_than_the_ttl_costs_the_holder_its_lease_first() {
+    let server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    server.pause();
+    tokio::time::sleep(TTL * 2 + TTL / 2).await;
+    server.resume();
+
+    let (acquired_at, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    let losses = scene.losses.lock().unwrap().clone();
+    assert_eq!(losses.len(), 1, "{losses:?}");
+    assert_eq!(losses[0].1, LossReason::DeadlinePassed);
+    assert!(losses[0].0 < acquired_at);
+    assert!(fence > scene.holder_fence);
+    scene.beliefs.assert_never_two_holders();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_connections_reconnect_and_a_valid_lease_is_kept() {
+    let server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    let mut admin = server.admin().await;
+    for _ in 0..3 {
+        let _: () = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("normal")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        let _: () = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg("pubsub")
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        tokio::time::sleep(TTL / 2).await;
+    }
+    assert!(
+        scene.holder.is_held(),
+        "the holder lost its lease to killed connections"
+    );
+    assert!(scene.losses().is_empty());
+    // The waiter, whose subscription was killed too, still gets the lock on release.
+    scene.holder.unlock().await.unwrap();
+    scene.beliefs.end("a");
+    let (_, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    assert!(fence > scene.holder_fence);
+    scene.beliefs.assert_never_two_holders();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_flush_is_handled_transparently() {
+    let server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    tokio::time::sleep(TTL).await;
+    assert!(scene.holder.is_held());
+    assert!(scene.losses().is_empty());
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    scene.holder.unlock().await.unwrap();
+    scene.beliefs.end("a");
+    within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    scene.beliefs.assert_never_two_holders();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flushall_tells_the_holder_before_anyone_else_can_hold() {
+    let server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    let _: () = redis::cmd("FLUSHALL")
+        .query_async(&mut server.admin().await)
+        .await
+        .unwrap();
+
+    let (acquired_at, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    let losses = scene.losses.lock().unwrap().clone();
+    assert_eq!(losses.len(), 1, "{losses:?}");
+    assert_eq!(losses[0].1, LossReason::NotOwner);
+    assert!(losses[0].0 < acquired_at);
+    assert!(fence > scene.holder_fence);
+    scene.beliefs.assert_never_two_holders();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_lock_key_is_a_loss_and_fencing_orders_the_next_holder() {
+    // Eviction breaks the backend's TTL promise, so nothing can guarantee the holder
+    // hears first; what must hold is that it hears at its next renew, and that the next
+    // holder's token is higher, so a fenced resource rejects the old holder.
+    let server = RedisServer::start();
+    let scene = holder_and_waiter(&server).await;
+    let _: () = server
+        .admin()
+        .await
+        .del("{robit}:lock:faulty")
+        .await
+        .unwrap();
+
+    let losses = Arc::clone(&scene.losses);
+    let (_, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + TTL;
+    while losses.lock().unwrap().is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reasons: Vec<_> = losses.lock().unwrap().iter().map(|l| l.1).collect();
+    assert_eq!(reasons, vec![LossReason::NotOwner]);
+    assert!(fence > scene.holder_fence);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_key_overwritten_by_someone_else_is_a_loss_and_is_left_alone() {
+    let server = RedisServer::start();
+    warm_up(&server).await;
+    let beliefs = Beliefs::default();
+    let losses = Arc::default();
+    let holder = client(&server, "a", &beliefs, &losses);
+    let guard = holder.lock().await.unwrap();
+    let mut admin = server.admin().await;
+    let _: () = admin
+        .set("{robit}:lock:faulty", "someone-else")
+        .await
+        .unwrap();
+    within(LONG, "the loss", guard.lost()).await;
+    assert!(matches!(
+        guard.unlock().await,
+        Err(UnlockError::Lost(LossReason::NotOwner))
+    ));
+    let value: String = admin.get("{robit}:lock:faulty").await.unwrap();
+    assert_eq!(
+        value, "someone-else",
+        "the owner-checked release touched another's key"
+    );
+}
