@@ -22,9 +22,12 @@ const TTL: Duration = Duration::from_secs(1);
 const QUARANTINE: Duration = Duration::from_secs(2);
 const LONG: Duration = Duration::from_secs(30);
 
+/// Who believed they held the lock, from when, until when (open while still held).
+type Interval = (&'static str, Instant, Option<Instant>);
+
 /// Each client's belief intervals: from lock() returning Ok to unlock or loss.
 #[derive(Clone, Default)]
-struct Beliefs(Arc<StdMutex<Vec<(&'static str, Instant, Option<Instant>)>>>);
+struct Beliefs(Arc<StdMutex<Vec<Interval>>>);
 
 impl Beliefs {
     fn begin(&self, who: &'static str) {
