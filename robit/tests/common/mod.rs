@@ -2,6 +2,7 @@
 
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+use std::io::Write;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
@@ -11,6 +12,7 @@ use robit::{
     LossReason, MutexBuilder, ReleaseWatch, Renewal, async_trait,
 };
 use tokio::time::Instant;
+use tracing_subscriber::fmt::MakeWriter;
 
 /// How renew calls misbehave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,5 +337,51 @@ impl robit::Clock for JumpClock {
             }
             tokio::time::sleep((deadline - now).min(Duration::from_millis(10))).await;
         }
+    }
+}
+
+/// Everything written to a tracing subscriber, as text.
+#[derive(Clone, Default)]
+pub struct Captured(Arc<StdMutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Captured {
+    type Writer = Self;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
+}
+
+impl Captured {
+    pub fn lines(&self) -> Vec<String> {
+        String::from_utf8(self.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+impl Captured {
+    /// Captures every event at every level on this thread until the guard drops.
+    pub fn install(&self) -> tracing::subscriber::DefaultGuard {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(self.clone())
+            .with_ansi(false)
+            .without_time()
+            .finish();
+        tracing::subscriber::set_default(subscriber)
     }
 }

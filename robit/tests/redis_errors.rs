@@ -1,0 +1,208 @@
+//! Bad input and a hostile server get clear, typed errors — never a panic — and the
+//! password never shows up in Debug output, errors or logs.
+#![cfg(feature = "redis")]
+
+mod common;
+mod support;
+
+use std::time::Duration;
+
+use common::Captured;
+use redis::AsyncCommands;
+use robit::redis::{RedisConfigError, RedisDriver};
+use robit::{DriverError, LockError, Mutex, Wait};
+use support::RedisServer;
+
+fn mutex(url: &str, name: &str) -> Mutex {
+    let driver = RedisDriver::builder(url)
+        .quarantine(Duration::ZERO)
+        .command_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    Mutex::builder(name, driver)
+        .ttl(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+fn backend_error(result: Result<robit::Guard, LockError>) -> DriverError {
+    match result {
+        Err(LockError::Backend(err)) => err,
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_lock_key_of_another_type_is_a_permanent_typed_error() {
+    let server = RedisServer::start();
+    let _: () = server
+        .admin()
+        .await
+        .rpush("{robit}:lock:typed", "x")
+        .await
+        .unwrap();
+    let err = backend_error(mutex(&server.url(), "typed").lock().await);
+    assert!(!err.is_transient());
+    assert!(err.to_string().contains("another type"), "{err}");
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_a_permanent_typed_error_that_never_shows_the_password() {
+    let server = RedisServer::start_with(&["--requirepass", "right-horse"]);
+    let captured = Captured::default();
+    let _logs = captured.install();
+    let wrong = format!("redis://:battery-staple@127.0.0.1:{}", server.port());
+    let refused = mutex(&wrong, "guarded");
+    let err = backend_error(refused.lock().await);
+    assert!(!err.is_transient(), "{err}");
+    assert!(
+        err.to_string().contains("check the username and password"),
+        "{err}"
+    );
+
+    let debug = format!("{refused:?} {err:?} {err}");
+    let logs = captured.lines().join("\n");
+    for text in [&debug, &logs] {
+        assert!(
+            !text.contains("battery-staple"),
+            "the password leaked: {text}"
+        );
+    }
+    // No password at all is refused the same way.
+    let err = backend_error(mutex(&server.url(), "guarded").try_lock().await);
+    assert!(!err.is_transient(), "{err}");
+    // The right one works.
+    let right = format!("redis://:right-horse@127.0.0.1:{}", server.port());
+    mutex(&right, "guarded")
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
+    let server = RedisServer::start();
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("ACL")
+        .arg(&[
+            "SETUSER",
+            "locker",
+            "on",
+            ">pa55",
+            "~{robit}:*",
+            "&robit:*",
+            "+@all",
+        ])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let url = format!("redis://locker:pa55@127.0.0.1:{}", server.port());
+    mutex(&url, "acl")
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    let wrong = format!("redis://locker:nope@127.0.0.1:{}", server.port());
+    assert!(!backend_error(mutex(&wrong, "acl").lock().await).is_transient());
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_transient_and_a_wait_reports_it_when_it_gives_up() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mutex = mutex(&format!("redis://127.0.0.1:{port}"), "nowhere");
+    let err = backend_error(mutex.try_lock().await);
+    assert!(err.is_transient(), "{err}");
+    match mutex
+        .lock_with(Wait::Timeout(Duration::from_millis(300)))
+        .await
+    {
+        Err(LockError::Timeout {
+            last_error: Some(err),
+            ..
+        }) => assert!(err.is_transient()),
+        other => panic!("expected a timeout with the connection error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_server_out_of_memory_is_a_transient_typed_error() {
+    let server = RedisServer::start();
+    let mut admin = server.admin().await;
+    for (key, value) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(key)
+            .arg(value)
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+    }
+    let err = backend_error(mutex(&server.url(), "oom").try_lock().await);
+    assert!(err.is_transient(), "{err}");
+    assert!(err.to_string().contains("out of memory"), "{err}");
+}
+
+#[tokio::test]
+async fn a_failing_script_is_a_permanent_typed_error() {
+    let server = RedisServer::start();
+    let _: () = server
+        .admin()
+        .await
+        .set("{robit}:fence", "not-a-number")
+        .await
+        .unwrap();
+    let err = backend_error(mutex(&server.url(), "scripted").lock().await);
+    assert!(!err.is_transient(), "{err}");
+    assert!(err.to_string().contains("script failed"), "{err}");
+}
+
+#[test]
+fn bad_configuration_is_refused_with_typed_errors_that_hide_the_password() {
+    let err = RedisDriver::builder("redis://user:topsecret@[::1")
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(err, RedisConfigError::InvalidUrl { .. }),
+        "{err:?}"
+    );
+    assert!(!format!("{err} {err:?}").contains("topsecret"), "{err:?}");
+    assert!(matches!(
+        RedisDriver::builder("ftp://host").build().unwrap_err(),
+        RedisConfigError::InvalidUrl { .. }
+    ));
+    for namespace in ["", "a{b", "c}"] {
+        assert!(matches!(
+            RedisDriver::builder("redis://localhost")
+                .namespace(namespace)
+                .build()
+                .unwrap_err(),
+            RedisConfigError::InvalidNamespace { .. }
+        ));
+    }
+    assert!(matches!(
+        RedisDriver::builder("redis://localhost")
+            .command_timeout(Duration::ZERO)
+            .build()
+            .unwrap_err(),
+        RedisConfigError::Zero { .. }
+    ));
+    let driver = RedisDriver::builder("redis://user:topsecret@localhost:6379/2")
+        .build()
+        .unwrap();
+    let debug = format!("{driver:?}");
+    assert!(
+        !debug.contains("topsecret") && debug.contains("user:***@localhost:6379/2"),
+        "{debug}"
+    );
+}
