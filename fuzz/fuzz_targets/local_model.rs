@@ -58,7 +58,7 @@ struct Grant {
 
 /// A lease the driver granted, with what it was granted for.
 struct Held {
-    lease: Box<dyn Lease>,
+    lease: std::sync::Arc<dyn Lease>,
     name: usize,
     owner: u128,
     fence: u64,

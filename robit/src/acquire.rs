@@ -24,9 +24,15 @@ pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, L
         finished: false,
     };
     let span = tracing::debug_span!(target: "robit", "lock", lock = %core.config.name);
-    let result = attempts(core, &runtime, wait, &mut pending)
-        .instrument(span)
-        .await;
+    // An instrumented future costs something on every poll even when no subscriber
+    // listens; skip it then.
+    let result = if span.is_disabled() {
+        attempts(core, &runtime, wait, &mut pending).await
+    } else {
+        attempts(core, &runtime, wait, &mut pending)
+            .instrument(span)
+            .await
+    };
     pending.finish(&result);
     result
 }
@@ -45,10 +51,17 @@ struct Pending<'a> {
 impl Pending<'_> {
     fn finish(&mut self, result: &Result<Installed, LockError>) {
         self.finished = true;
-        let waited = self.core.now().saturating_duration_since(self.started);
         match result {
-            Ok(_) => self.core.stats.acquired(waited),
-            Err(_) => self.fail(waited),
+            Ok(installed) => {
+                let waited = installed
+                    .acquired_at
+                    .saturating_duration_since(self.started);
+                self.core.stats.acquired(waited);
+            }
+            Err(_) => {
+                let waited = self.core.now().saturating_duration_since(self.started);
+                self.fail(waited);
+            }
         }
     }
 
@@ -125,13 +138,14 @@ async fn attempts(
                 .max(MIN_RETRY_DELAY)
         });
         let answer = core
-            .within(limit, InFlight::start(core, request.clone()))
+            .within_from(sent, limit, InFlight::start(core, request.clone()))
             .await;
         let delay = match answer {
             Ok(Acquire::Granted(lease)) => {
                 let deadline = sent + config.validity;
-                if clock.now() < deadline {
-                    let installed = core.install(runtime, lease, sent, deadline);
+                let now = clock.now();
+                if now < deadline {
+                    let installed = core.install(runtime, lease, sent, now, deadline);
                     tracing::debug!(target: "robit", fence = installed.fence.get(), attempts = attempt + 1, "acquired");
                     return Ok(installed);
                 }

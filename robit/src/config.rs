@@ -203,7 +203,7 @@ impl MutexBuilder {
             backoff: Backoff::default(),
             on_lost: Vec::new(),
             clock: Arc::new(TokioClock),
-            entropy: Arc::new(OsEntropy),
+            entropy: Arc::new(OsEntropy::new()),
         }
     }
 

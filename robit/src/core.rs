@@ -79,15 +79,28 @@ impl Drop for PendingRelease {
 
 /// How the owner of a hold tells its watchdog to stop.
 pub(crate) struct HoldCtl {
-    pub(crate) stop: CancellationToken,
+    stop: tokio::sync::Notify,
     /// Set before `stop` when the watchdog should release the lease on its way out
     /// (the hold was dropped rather than unlocked).
     pub(crate) release_on_stop: AtomicBool,
 }
 
+impl HoldCtl {
+    /// Tells the watchdog to stop; it sees this even if it is not waiting yet.
+    pub(crate) fn stop(&self) {
+        self.stop.notify_one();
+    }
+
+    /// Completes once [`stop`](Self::stop) has been called.
+    pub(crate) async fn stopped(&self) {
+        self.stop.notified().await;
+    }
+}
+
 /// What `lock()` hands to the guard of a new hold.
 pub(crate) struct Installed {
     pub(crate) id: u64,
+    pub(crate) acquired_at: Instant,
     pub(crate) fence: FenceToken,
     pub(crate) lost: CancellationToken,
 }
@@ -139,32 +152,42 @@ impl Core {
     pub(crate) fn install(
         self: &Arc<Self>,
         runtime: &tokio::runtime::Handle,
-        lease: Box<dyn Lease>,
+        lease: Arc<dyn Lease>,
         sent: Instant,
+        acquired_at: Instant,
         deadline: Instant,
     ) -> Installed {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
-        let lease: Arc<dyn Lease> = Arc::from(lease);
         let fence = lease.fence();
         let lost = CancellationToken::new();
         let ctl = Arc::new(HoldCtl {
-            stop: CancellationToken::new(),
+            stop: tokio::sync::Notify::new(),
             release_on_stop: AtomicBool::new(false),
         });
         self.slots().state = State::Held(Hold {
             id,
             lease: Arc::clone(&lease),
             fence,
-            acquired_at: self.now(),
+            acquired_at,
             deadline,
             lost: lost.clone(),
             ctl: Arc::clone(&ctl),
         });
+        let watchdog = crate::watchdog::run(Arc::clone(self), lease, id, ctl, sent, deadline);
         let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %self.config.name, fence = fence.get());
-        runtime.spawn(
-            crate::watchdog::run(Arc::clone(self), lease, id, ctl, sent, deadline).instrument(span),
-        );
-        Installed { id, fence, lost }
+        // An instrumented future costs something on every poll even when no subscriber
+        // listens; skip it then.
+        if span.is_disabled() {
+            runtime.spawn(watchdog);
+        } else {
+            runtime.spawn(watchdog.instrument(span));
+        }
+        Installed {
+            id,
+            acquired_at,
+            fence,
+            lost,
+        }
     }
 
     /// Publishes a renewed deadline; false if the hold is no longer current.
@@ -214,7 +237,7 @@ impl Core {
     }
 
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
-    fn end_voluntarily(&self, id: Option<u64>) -> Result<Hold, UnlockError> {
+    fn end_voluntarily(&self, id: Option<u64>) -> Result<(Hold, Instant), UnlockError> {
         let mut slots = self.slots();
         let current =
             matches!(&slots.state, State::Held(hold) if id.is_none_or(|id| id == hold.id));
@@ -225,9 +248,10 @@ impl Core {
                     unreported_loss: None,
                 });
                 drop(slots);
+                let now = self.now();
                 self.stats
-                    .released(self.now().saturating_duration_since(hold.acquired_at));
-                return Ok(hold);
+                    .released(now.saturating_duration_since(hold.acquired_at));
+                return Ok((hold, now));
             }
         }
         match slots.last.as_mut() {
@@ -242,15 +266,15 @@ impl Core {
 
     /// Unlocks and waits for the backend to confirm the release.
     pub(crate) async fn unlock(&self, id: Option<u64>) -> Result<(), UnlockError> {
-        let hold = self.end_voluntarily(id)?;
-        hold.ctl.stop.cancel();
+        let (hold, now) = self.end_voluntarily(id)?;
+        hold.ctl.stop();
         let mut pending = PendingRelease {
             lease: Some(Arc::clone(&hold.lease)),
             limit: self.config.renew_timeout,
             clock: Arc::clone(&self.config.clock),
         };
         let result = self
-            .within(self.config.renew_timeout, hold.lease.release())
+            .within_from(now, self.config.renew_timeout, hold.lease.release())
             .await;
         pending.lease = None;
         match &result {
@@ -267,10 +291,10 @@ impl Core {
     /// Ends the current hold (or hold `id`) and has its watchdog release the lease in the
     /// background: the path for dropped guards and mutexes.
     pub(crate) fn release_in_background(&self, id: Option<u64>) {
-        if let Ok(hold) = self.end_voluntarily(id) {
+        if let Ok((hold, _)) = self.end_voluntarily(id) {
             tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
             hold.ctl.release_on_stop.store(true, Ordering::Release);
-            hold.ctl.stop.cancel();
+            hold.ctl.stop();
         }
     }
 
@@ -305,8 +329,19 @@ impl Core {
         limit: Duration,
         call: impl Future<Output = Result<T, DriverError>>,
     ) -> Result<T, DriverError> {
+        self.within_from(self.now(), limit, call).await
+    }
+
+    /// Runs a backend call that may take until `limit` after `start`, a clock reading the
+    /// caller already has.
+    pub(crate) async fn within_from<T>(
+        &self,
+        start: Instant,
+        limit: Duration,
+        call: impl Future<Output = Result<T, DriverError>>,
+    ) -> Result<T, DriverError> {
         let clock = &self.config.clock;
-        let until = clock.now() + limit;
+        let until = start + limit;
         tokio::select! {
             biased;
             result = call => result,

@@ -1,6 +1,7 @@
 //! The backend contract: [`Driver`] and [`Lease`].
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -80,7 +81,7 @@ use crate::{AcquireRequest, DriverError, Lease, ReleaseWatch};
 ///                 let fence = FenceToken::new(t.next_fence);
 ///                 t.grants.insert(name.clone(), (owner, fence, now + ttl));
 ///                 let lease = SlotLease { table: self.clone(), name: name.clone(), owner, fence };
-///                 Ok(Acquire::Granted(Box::new(lease)))
+///                 Ok(Acquire::Granted(Arc::new(lease)))
 ///             }
 ///         }
 ///     }
@@ -181,7 +182,7 @@ pub trait Driver: Send + Sync + 'static {
 #[non_exhaustive]
 pub enum Acquire {
     /// The caller now holds the lock.
-    Granted(Box<dyn Lease>),
+    Granted(Arc<dyn Lease>),
     /// Another owner holds a live grant.
     Held {
         /// When that grant expires unless renewed, if the backend says.

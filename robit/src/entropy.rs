@@ -44,37 +44,69 @@ pub trait Entropy: Send + Sync + Debug + 'static {
     }
 }
 
-/// The operating system's random generator: the default entropy source.
+/// Unpredictable randomness from the operating system: the default entropy source.
+///
+/// It draws a seed from the OS generator once, and expands it with ChaCha12 — the
+/// construction of `rand`'s thread-local generator — so that owner tokens stay
+/// unguessable without a system call per token.
 ///
 /// # Example
 ///
 /// ```
 /// use robit::{Entropy, OsEntropy};
 ///
-/// let a = OsEntropy.next_u64();
-/// let b = OsEntropy.next_u64();
-/// assert_ne!((a, b), (0, 0));
+/// let entropy = OsEntropy::new();
+/// let (a, b) = (entropy.next_u64(), entropy.next_u64());
+/// assert_ne!(a, b);
+/// assert_ne!(OsEntropy::new().next_u64(), a);
 /// ```
-#[derive(Debug, Clone, Copy, Default)]
-pub struct OsEntropy;
+pub struct OsEntropy {
+    rng: Mutex<StdRng>,
+}
 
-impl Entropy for OsEntropy {
-    fn next_u64(&self) -> u64 {
-        match SysRng.try_next_u64() {
-            Ok(value) => value,
+impl OsEntropy {
+    /// A generator seeded from the operating system.
+    pub fn new() -> Self {
+        let mut seed = <StdRng as SeedableRng>::Seed::default();
+        if SysRng.try_fill_bytes(&mut seed).is_err() {
             // The OS generator failing is exceedingly rare (an exhausted file descriptor
-            // table on some platforms). Owner tokens must still differ between
-            // processes, so fall back to std's per-process random hash keys rather than
-            // panicking inside a lock call.
-            Err(_) => fallback_u64(),
+            // table on some platforms). Tokens must still differ between processes, so
+            // fall back to std's per-process random hash keys rather than panicking.
+            for (i, chunk) in seed.chunks_mut(8).enumerate() {
+                chunk.copy_from_slice(&fallback_u64(i).to_le_bytes()[..chunk.len()]);
+            }
+        }
+        Self {
+            rng: Mutex::new(StdRng::from_seed(seed)),
         }
     }
 }
 
-fn fallback_u64() -> u64 {
+impl Default for OsEntropy {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Debug for OsEntropy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OsEntropy").finish_non_exhaustive()
+    }
+}
+
+impl Entropy for OsEntropy {
+    fn next_u64(&self) -> u64 {
+        self.rng
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .next_u64()
+    }
+}
+
+fn fallback_u64(salt: usize) -> u64 {
     use std::hash::{BuildHasher, RandomState};
     // Every `RandomState::new()` has fresh keys, so equal inputs hash differently.
-    RandomState::new().hash_one(0_u8)
+    RandomState::new().hash_one(salt)
 }
 
 /// A deterministic generator seeded by a number: the same seed gives the same sequence.

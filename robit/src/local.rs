@@ -126,7 +126,7 @@ impl Driver for LocalDriver {
         let mut table = self.shared.table();
         table.sweep(now);
         Ok(match table.grant(name, owner, now, expires_at) {
-            Ok(grant) => Acquire::Granted(Box::new(LocalLease::new(
+            Ok(grant) => Acquire::Granted(Arc::new(LocalLease::new(
                 Arc::clone(&self.shared),
                 name.clone(),
                 owner,

@@ -53,8 +53,21 @@ impl OwnerToken {
 
 impl fmt::Display for OwnerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        f.write_str(&hex128(self.0))
     }
+}
+
+/// `value` as 32 lower-case hex digits, without the formatting machinery: drivers encode
+/// a token or two on every operation.
+pub(crate) fn hex128(value: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let bytes = value.to_be_bytes();
+    let mut hex = String::with_capacity(32);
+    for byte in bytes {
+        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    hex
 }
 
 impl fmt::Debug for OwnerToken {

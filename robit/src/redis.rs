@@ -218,7 +218,7 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
 
 /// The waiter's id as stored in the queue: 32 lower-case hex digits.
 fn waiter_hex(id: u128) -> String {
-    format!("{id:032x}")
+    crate::owner::hex128(id)
 }
 
 #[async_trait]
@@ -262,7 +262,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let (status, value): (i64, i64) = inner.run(&invocation).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
         match (status, u64::try_from(value)) {
-            (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Box::new(RedisLease {
+            (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
                 inner: Arc::clone(inner),
                 keys,
                 owner,

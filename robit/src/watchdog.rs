@@ -23,7 +23,8 @@ enum Attempt {
     Done(Result<Renewal, DriverError>),
     Stopped,
     DriverSignalled,
-    DeadlinePassed,
+    /// The attempt's timer fired: its timeout, or the validity deadline if that is sooner.
+    TimedOut,
 }
 
 pub(crate) async fn run(
@@ -39,36 +40,44 @@ pub(crate) async fn run(
     let mut driver_lost = pin!(lease.lost());
     let mut next_renew = sent + config.renew_period;
 
+    // One timer at a time: the renew time always comes before the deadline, and an
+    // attempt's timeout never runs past it, so waking for the sooner of the two and then
+    // reading the clock tells which it was.
     let reason = loop {
         tokio::select! {
             biased;
-            () = ctl.stop.cancelled() => break None,
+            () = ctl.stopped() => break None,
             () = &mut driver_lost => break Some(LossReason::DriverSignalled),
-            () = clock.sleep_until(deadline) => break Some(LossReason::DeadlinePassed),
-            () = clock.sleep_until(next_renew) => {}
+            () = clock.sleep_until(next_renew.min(deadline)) => {}
+        }
+        if clock.now() >= deadline {
+            break Some(LossReason::DeadlinePassed);
         }
 
         let sent = clock.now();
         let attempt_end = (sent + config.renew_timeout).min(deadline);
         let attempt = tokio::select! {
             biased;
-            () = ctl.stop.cancelled() => Attempt::Stopped,
+            () = ctl.stopped() => Attempt::Stopped,
             () = &mut driver_lost => Attempt::DriverSignalled,
-            // The deadline wins a tie with the reply: past it, we no longer believe we
-            // hold the lock, whatever the backend says later.
-            () = clock.sleep_until(deadline) => Attempt::DeadlinePassed,
             result = lease.renew(config.ttl) => Attempt::Done(result),
-            () = clock.sleep_until(attempt_end) => Attempt::Done(Err(DriverError::Timeout(attempt_end - sent))),
+            () = clock.sleep_until(attempt_end) => Attempt::TimedOut,
         };
 
         match attempt {
             Attempt::Stopped => break None,
             Attempt::DriverSignalled => break Some(LossReason::DriverSignalled),
-            Attempt::DeadlinePassed => break Some(LossReason::DeadlinePassed),
-            // A reply that lands at or after the deadline comes too late, even if the
-            // deadline's timer has not fired yet: loss was due at the deadline.
-            Attempt::Done(Ok(Renewal::Renewed)) if clock.now() >= deadline => {
+            // Past the deadline we no longer believe we hold the lock, whatever the
+            // backend says: a reply landing at or after it comes too late, even if the
+            // timer has not fired yet.
+            Attempt::TimedOut | Attempt::Done(Ok(Renewal::Renewed)) if clock.now() >= deadline => {
                 break Some(LossReason::DeadlinePassed);
+            }
+            Attempt::TimedOut => {
+                core.stats.renew_failed();
+                let left = deadline.saturating_duration_since(clock.now());
+                tracing::warn!(target: "robit", timeout = ?(attempt_end - sent), ?left, "renew timed out; retrying before the validity deadline");
+                next_renew = clock.now() + retry_delay(&core, left);
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());

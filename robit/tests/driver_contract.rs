@@ -20,7 +20,7 @@ fn request(who: u128) -> AcquireRequest {
     AcquireRequest::new(name(), owner(who), TTL)
 }
 
-async fn granted(driver: &impl Driver, who: u128) -> Box<dyn Lease> {
+async fn granted(driver: &impl Driver, who: u128) -> std::sync::Arc<dyn Lease> {
     match driver.acquire(&request(who)).await.unwrap() {
         Acquire::Granted(lease) => lease,
         other => panic!("owner {who} expected a grant, got {other:?}"),

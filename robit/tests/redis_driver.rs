@@ -36,11 +36,33 @@ fn request(name: &str, who: u128) -> AcquireRequest {
     AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
 }
 
-async fn granted(driver: &RedisDriver, request: &AcquireRequest) -> Box<dyn Lease> {
+async fn granted(driver: &RedisDriver, request: &AcquireRequest) -> std::sync::Arc<dyn Lease> {
     match driver.acquire(request).await.unwrap() {
         Acquire::Granted(lease) => lease,
         other => panic!("expected a grant, got {other:?}"),
     }
+}
+
+/// Waits until the driver's hand-off subscription is live on the server: a release
+/// published before it would be lost (the driver then relies on polling, which these
+/// tests do not do).
+async fn subscribed(server: &RedisServer) {
+    let mut admin = server.admin().await;
+    within(LONG, "the hand-off subscription", async {
+        loop {
+            let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg("robit:handoff")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            if subscribers > 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
 }
 
 async fn pttl(server: &RedisServer, key: &[u8]) -> i64 {
@@ -175,6 +197,7 @@ async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
     }
     let first_in_line = driver.watch_release(&waiter(7));
     let second_in_line = driver.watch_release(&waiter(8));
+    subscribed(&server).await;
     // A newcomer (a single try) cannot barge in after the release.
     holder.release().await.unwrap();
     within(LONG, "the hand-off notification", first_in_line).await;
@@ -205,6 +228,7 @@ async fn a_waiter_that_withdraws_passes_its_turn_on() {
         ));
     }
     let next = driver.watch_release(&waiter(8));
+    subscribed(&server).await;
     holder.release().await.unwrap(); // reserved for 7
     driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: 8 is next
     within(LONG, "the passed-on hand-off", next).await;

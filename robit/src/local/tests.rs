@@ -11,7 +11,7 @@ fn footprint(driver: &LocalDriver) -> (usize, usize, usize) {
     driver.shared.table().footprint()
 }
 
-async fn grant(driver: &LocalDriver, name: &LockName, owner: u128) -> Box<dyn Lease> {
+async fn grant(driver: &LocalDriver, name: &LockName, owner: u128) -> std::sync::Arc<dyn Lease> {
     let request = AcquireRequest::new(name.clone(), OwnerToken::from_u128(owner), TTL);
     match driver.acquire(&request).await.unwrap() {
         Acquire::Granted(lease) => lease,

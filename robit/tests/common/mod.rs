@@ -175,7 +175,7 @@ impl Driver for FaultyDriver {
         Ok(match answer {
             Acquire::Granted(inner) => {
                 self.faults.live_leases.fetch_add(1, Ordering::SeqCst);
-                Acquire::Granted(Box::new(FaultyLease {
+                Acquire::Granted(Arc::new(FaultyLease {
                     inner,
                     faults: Arc::clone(&self.faults),
                 }))
@@ -194,7 +194,7 @@ impl Driver for FaultyDriver {
 }
 
 pub struct FaultyLease {
-    inner: Box<dyn Lease>,
+    inner: Arc<dyn Lease>,
     faults: Arc<Faults>,
 }
 

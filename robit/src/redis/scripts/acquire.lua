@@ -29,17 +29,6 @@ local function wait_in_line()
   end
 end
 
--- No counter means the namespace is new, or its state was lost (a restart without
--- persistence, FLUSHALL, eviction). Grants made before a loss may still be believed in
--- by their holders until their TTL runs out, so grant nothing for the quarantine. The new
--- counter starts at the server's clock in microseconds, above every earlier token.
-if redis.call('EXISTS', fence) == 0 then
-  local now = redis.call('TIME')
-  redis.call('SET', fence, now[1] .. string.format('%06d', tonumber(now[2])))
-  if quarantine_ms > 0 then
-    redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
-  end
-end
 local left = redis.call('PTTL', quarantine)
 if left > 0 then
   wait_in_line()
@@ -60,9 +49,26 @@ if not reserved_for_me and head and head ~= waiter then
   wait_in_line()
   return {0, tonumber(handoff)}
 end
-if waiter ~= '' then
-  redis.call('LREM', queue, 1, waiter)
-end
+
 local token = redis.call('INCR', fence)
+if token == 1 then
+  -- The counter was missing: the namespace is new, or its state was lost (a restart
+  -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
+  -- believed in by their holders until their TTL runs out, so grant nothing for the
+  -- quarantine. The counter restarts at the server's clock in microseconds, above every
+  -- earlier token.
+  local now = redis.call('TIME')
+  redis.call('SET', fence, now[1] .. string.format('%06d', tonumber(now[2])))
+  if quarantine_ms > 0 then
+    redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
+    wait_in_line()
+    return {2, quarantine_ms}
+  end
+  token = redis.call('INCR', fence)
+end
+-- A waiter granted here was first in line (or its reservation was popped already).
+if waiter ~= '' and head == waiter then
+  redis.call('LPOP', queue)
+end
 redis.call('SET', lock, owner, 'PX', ttl)
 return {1, token}
