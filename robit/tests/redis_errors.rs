@@ -88,27 +88,40 @@ async fn a_wrong_password_is_a_permanent_typed_error_that_never_shows_the_passwo
 async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     let server = RedisServer::start();
     let mut admin = server.admin().await;
-    let _: () = redis::cmd("ACL")
-        .arg(&[
-            "SETUSER",
-            "locker",
-            "on",
-            ">pa55",
-            "~{robit}:*",
-            "&robit:*",
-            "+@all",
-        ])
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    // Exactly the permissions docs/redis.md lists: keys, channel, and commands (those the
+    // scripts call are checked too).
+    let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping \
+                       +get +set +del +pexpire +pttl +incr +time +publish \
+                       +lindex +lpos +rpush +lpop +lrem";
+    let mut setuser = redis::cmd("ACL");
+    setuser.arg("SETUSER").arg("locker").arg("on").arg(">pa55");
+    for permission in permissions.split_whitespace() {
+        setuser.arg(permission);
+    }
+    let _: () = setuser.query_async(&mut admin).await.unwrap();
     let url = format!("redis://locker:pa55@127.0.0.1:{}", server.port());
-    mutex(&url, "acl")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    // A contended round too, so that queueing, hand-off and withdrawal all run.
+    let holder = mutex(&url, "acl");
+    let guard = holder.lock().await.unwrap();
+    let waiter = mutex(&url, "acl");
+    let waiting = tokio::spawn(async move {
+        let fence = waiter.lock().await.map(|g| g.detach());
+        (fence, waiter)
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    guard.unlock().await.unwrap();
+    let (fence, _still_holding) = waiting.await.unwrap();
+    fence.unwrap();
+    let quitter = mutex(&url, "acl");
+    assert!(matches!(
+        quitter
+            .lock_with(Wait::Timeout(Duration::from_millis(100)))
+            .await,
+        Err(LockError::Timeout {
+            last_error: None,
+            ..
+        })
+    ));
     let wrong = format!("redis://locker:nope@127.0.0.1:{}", server.port());
     assert!(!backend_error(mutex(&wrong, "acl").lock().await).is_transient());
 }
