@@ -103,6 +103,43 @@ impl UrlConnector {
     }
 }
 
+#[cfg(feature = "tls")]
+impl UrlConnector {
+    /// Like [`new`](Self::new), for a `rediss://` server whose certificate is signed by a
+    /// private certificate authority: `ca_pem` is that authority's certificate, in PEM.
+    /// (Servers with publicly trusted certificates need only [`new`](Self::new).)
+    ///
+    /// # Errors
+    ///
+    /// [`RedisConfigError::InvalidUrl`] if the URL cannot be parsed or the certificate
+    /// cannot be used.
+    ///
+    /// # Example
+    ///
+    /// ```no_run
+    /// use robit::redis::{RedisDriver, UrlConnector};
+    ///
+    /// let ca = std::fs::read("/etc/redis/ca.crt").unwrap();
+    /// let connector = UrlConnector::with_root_certificate("rediss://redis.internal:6380", &ca)?;
+    /// let driver = RedisDriver::with_connector(connector).build()?;
+    /// # Ok::<(), robit::redis::RedisConfigError>(())
+    /// ```
+    pub fn with_root_certificate(url: &str, ca_pem: &[u8]) -> Result<Self, RedisConfigError> {
+        let redacted = redact(url);
+        let certificates = redis::TlsCertificates {
+            client_tls: None,
+            root_cert: Some(ca_pem.to_vec()),
+        };
+        let client = Client::build_with_tls(url, certificates).map_err(|source| {
+            RedisConfigError::InvalidUrl {
+                url: redacted.clone(),
+                source,
+            }
+        })?;
+        Ok(Self { client, redacted })
+    }
+}
+
 impl std::fmt::Debug for UrlConnector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("UrlConnector").field(&self.redacted).finish()

@@ -20,6 +20,8 @@ pub struct RedisServer {
     port: u16,
     args: Vec<String>,
     child: Option<Child>,
+    tls_port: Option<u16>,
+    tls_dir: Option<TempDir>,
 }
 
 impl RedisServer {
@@ -42,6 +44,8 @@ impl RedisServer {
             port,
             args: args.iter().map(|arg| (*arg).to_owned()).collect(),
             child: None,
+            tls_port: None,
+            tls_dir: None,
         };
         server.spawn();
         server
@@ -91,6 +95,59 @@ impl RedisServer {
             );
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// A server that speaks only TLS, with a certificate for `localhost` signed by a
+    /// throwaway certificate authority. Returns the server and the authority's PEM.
+    pub fn start_tls(args: &[&str]) -> (Self, Vec<u8>) {
+        let dir = tempfile::tempdir().expect("no temp dir");
+        let ca_key = rcgen::KeyPair::generate().expect("key");
+        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("ca");
+        let server_key = rcgen::KeyPair::generate().expect("key");
+        let server_cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
+            .expect("params")
+            .signed_by(&server_key, &ca)
+            .expect("certificate");
+        let write = |name: &str, pem: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, pem).expect("write");
+            path.display().to_string()
+        };
+        let ca_file = write("ca.crt", &ca.pem());
+        let cert_file = write("server.crt", &server_cert.pem());
+        let key_file = write("server.key", &server_key.serialize_pem());
+        let tls_port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("no free port")
+            .port()
+            .to_string();
+        let mut all = vec![
+            "--tls-port",
+            &tls_port,
+            "--tls-cert-file",
+            &cert_file,
+            "--tls-key-file",
+            &key_file,
+            "--tls-ca-cert-file",
+            &ca_file,
+            "--tls-auth-clients",
+            "no",
+        ];
+        all.extend_from_slice(args);
+        let mut server = Self::start_with(&all);
+        server.tls_port = tls_port.parse().ok();
+        server.tls_dir = Some(dir);
+        (server, ca.pem().into_bytes())
+    }
+
+    /// The `rediss://` URL of a server started with [`start_tls`](Self::start_tls).
+    pub fn tls_url(&self, userinfo: &str) -> String {
+        format!(
+            "rediss://{userinfo}localhost:{}",
+            self.tls_port.expect("not a TLS server")
+        )
     }
 
     pub fn port(&self) -> u16 {
