@@ -330,3 +330,40 @@ async fn any_byte_string_is_a_lock_name() {
         guard.unlock().await.unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_script_stays_in_one_cluster_slot() {
+    // A one-node cluster owning all slots refuses, with CROSSSLOT, any script whose keys
+    // hash to different slots: running the driver against it checks the hash tags.
+    let server = RedisServer::start_with(&["--cluster-enabled", "yes"]);
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(16383)
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let driver = driver(&server);
+    for name in ["plain", "{braces}", "a{b}c"] {
+        let holder = Mutex::builder(name, driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        let waiter = Mutex::builder(name, driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        let guard = holder.lock().await.unwrap();
+        // Queueing and the hand-off touch the queue key too.
+        let waiting = tokio::spawn(async move {
+            let fence = waiter.lock().await.map(|guard| guard.detach());
+            (fence, waiter)
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        guard.unlock().await.unwrap();
+        let (fence, waiter) = within(LONG, "the hand-off", waiting).await.unwrap();
+        fence.unwrap();
+        waiter.unlock().await.unwrap();
+    }
+}
