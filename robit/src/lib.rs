@@ -108,3 +108,8 @@ pub use crate::watch::ReleaseWatch;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 struct ReadmeDoctests;
+
+/// The Redis guide's code blocks, compiled as doctests.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../docs/redis.md")]
+struct RedisGuideDoctests;
