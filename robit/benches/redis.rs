@@ -130,8 +130,16 @@ impl Baseline {
     async fn new(server: &RedisServer) -> Self {
         let client = redis::Client::open(server.url()).unwrap();
         Self {
-            acquire: Script::new(include_str!("../src/redis/scripts/acquire.lua")),
-            release: Script::new(include_str!("../src/redis/scripts/release.lua")),
+            acquire: Script::new(&format!(
+                "{}{}",
+                include_str!("../src/redis/scripts/handoff.lua"),
+                include_str!("../src/redis/scripts/acquire.lua")
+            )),
+            release: Script::new(&format!(
+                "{}{}",
+                include_str!("../src/redis/scripts/handoff.lua"),
+                include_str!("../src/redis/scripts/release.lua")
+            )),
             connection: ConnectionManager::new(client).await.unwrap(),
         }
     }
@@ -147,6 +155,7 @@ impl Baseline {
             .key("{robit}:quarantine")
             .arg(owner)
             .arg(30_000)
+            .arg("")
             .arg("")
             .arg(0)
             .arg("robit:handoff")

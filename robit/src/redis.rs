@@ -11,11 +11,9 @@
 //! so a million distinct names leave no trace once released: no key is ever created per
 //! name except the lock (and, while someone waits, its queue), and both expire.
 //!
-//! The counter is created on first use at the server's clock in microseconds, and then
-//! incremented by every grant. If it is lost — a restart without persistence, FLUSHALL,
-//! eviction — it is recreated the same way; as long as the server's clock has not gone
-//! back and grants stayed below one per microsecond on average, the new tokens are above
-//! every earlier one, so tokens keep increasing across the loss.
+//! Every grant's token is the larger of the counter plus one and the server's clock in
+//! microseconds, so tokens keep increasing across any restart — without persistence, or
+//! from an older snapshot — as long as the server's clock has not gone back.
 //!
 //! A loss erases the lock keys too, and a client may still be holding a lease it has no
 //! way of knowing is gone. So when the counter is found missing, the namespace is
@@ -23,8 +21,10 @@
 //! it to at least your longest TTL). Every holder from before the loss fails to renew
 //! and signals its loss inside that window, before anyone else can hold the lock. The
 //! price is that the first lock of a namespace on a fresh Redis waits the quarantine
-//! once. Run Redis with `maxmemory-policy noeviction` (or a `volatile-*` policy: the
-//! counter has no TTL) so that memory pressure does not trigger this.
+//! once. Run Redis with `maxmemory-policy noeviction`: other policies can evict the
+//! counter (a quarantine) or the lock keys and the quarantine itself (no protection).
+//! A restart that restores *older* data (a snapshot, a replica) is not detected; see
+//! docs/redis.md.
 //!
 //! # Example
 //!
@@ -54,6 +54,7 @@ mod notify;
 mod scripts;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -70,7 +71,7 @@ use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
 use self::scripts::{ACQUIRE, WITHDRAW};
-use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch};
+use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
 ///
@@ -94,7 +95,10 @@ pub struct RedisDriver<C: Connector = UrlConnector> {
 struct Inner<C: Connector> {
     connector: Arc<C>,
     settings: Settings,
-    connection: StdMutex<Option<C::Connection>>,
+    /// The command connection, with a generation number so that a late failure on an
+    /// old connection cannot throw away its replacement.
+    connection: StdMutex<Option<(u64, C::Connection)>>,
+    generations: AtomicU64,
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
 }
@@ -125,6 +129,7 @@ impl<C: Connector> RedisDriver<C> {
                 connector,
                 settings,
                 connection: StdMutex::new(None),
+                generations: AtomicU64::new(0),
                 connecting: tokio::sync::Mutex::new(()),
                 dispatcher: Arc::default(),
             }),
@@ -139,50 +144,71 @@ impl<C: Connector> RedisDriver<C> {
     /// A [`DriverError`] saying what failed.
     pub async fn ping(&self) -> Result<(), DriverError> {
         let inner = &self.inner;
-        let mut connection = inner.connection().await?;
+        let (generation, mut connection) = inner.connection().await?;
         let limit = inner.settings.command_timeout;
         match tokio::time::timeout(limit, redis::cmd("PING").query_async::<()>(&mut connection))
             .await
         {
-            Ok(result) => result.map_err(|err| inner.failed(err)),
-            Err(_) => Err(DriverError::Timeout(limit)),
+            Ok(result) => result.map_err(|err| inner.failed(generation, err)),
+            Err(_) => Err(inner.timed_out(generation)),
         }
     }
 }
 
 impl<C: Connector> Inner<C> {
-    fn slot(&self) -> MutexGuard<'_, Option<C::Connection>> {
+    fn slot(&self) -> MutexGuard<'_, Option<(u64, C::Connection)>> {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The command connection, connecting first if there is none.
-    async fn connection(&self) -> Result<C::Connection, DriverError> {
-        if let Some(connection) = self.slot().clone() {
-            return Ok(connection);
+    /// The command connection and its generation, connecting first if there is none.
+    async fn connection(&self) -> Result<(u64, C::Connection), DriverError> {
+        if let Some(current) = self.slot().clone() {
+            return Ok(current);
         }
         // One connection attempt at a time; the others wait and share its result.
         let _connecting = self.connecting.lock().await;
-        if let Some(connection) = self.slot().clone() {
-            return Ok(connection);
+        if let Some(current) = self.slot().clone() {
+            return Ok(current);
         }
         let limit = self.settings.connect_timeout;
         let connection = tokio::time::timeout(limit, self.connector.connect())
             .await
             .map_err(|_| DriverError::Timeout(limit))?
             .map_err(|err| error::classify(err, limit))?;
-        *self.slot() = Some(connection.clone());
-        Ok(connection)
+        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
+        *self.slot() = Some((generation, connection.clone()));
+        Ok((generation, connection))
+    }
+
+    /// Drops connection `generation`, if it is still the current one, so that the next
+    /// command opens a fresh one.
+    fn replace(&self, generation: u64) {
+        let mut slot = self.slot();
+        if slot
+            .as_ref()
+            .is_some_and(|(current, _)| *current == generation)
+        {
+            *slot = None;
+        }
     }
 
     /// Classifies a failure, and drops a broken connection so the next command gets a
     /// fresh one.
-    fn failed(&self, err: redis::RedisError) -> DriverError {
+    fn failed(&self, generation: u64, err: redis::RedisError) -> DriverError {
         if error::breaks_connection(&err) && !self.connector.reconnects_by_itself() {
-            *self.slot() = None;
+            self.replace(generation);
         }
         error::classify(err, self.settings.command_timeout)
+    }
+
+    /// A command got no answer in time. The server may be slow, or the connection may
+    /// be dead without either side knowing (a half-open TCP connection never errors):
+    /// replace it, whatever the connector, so the next command does not wait on it too.
+    fn timed_out(&self, generation: u64) -> DriverError {
+        self.replace(generation);
+        DriverError::Timeout(self.settings.command_timeout)
     }
 
     /// Runs one script invocation: one round trip, bounded by the command timeout.
@@ -190,11 +216,11 @@ impl<C: Connector> Inner<C> {
         &self,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T, DriverError> {
-        let mut connection = self.connection().await?;
+        let (generation, mut connection) = self.connection().await?;
         let limit = self.settings.command_timeout;
         match tokio::time::timeout(limit, invocation.invoke_async(&mut connection)).await {
-            Ok(result) => result.map_err(|err| self.failed(err)),
-            Err(_) => Err(DriverError::Timeout(limit)),
+            Ok(result) => result.map_err(|err| self.failed(generation, err)),
+            Err(_) => Err(self.timed_out(generation)),
         }
     }
 }
@@ -216,9 +242,12 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
     }
 }
 
-/// The waiter's id as stored in the queue: 32 lower-case hex digits.
-fn waiter_hex(id: u128) -> String {
-    crate::owner::hex128(id)
+/// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
+/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
+fn waiter_args(waiter: &Waiter) -> (String, String) {
+    let id = crate::owner::hex128(waiter.id);
+    let entry = format!("{id}:{}", millis_ceil(waiter.retry_within));
+    (id, entry)
 }
 
 #[async_trait]
@@ -226,20 +255,25 @@ impl<C: Connector> Driver for RedisDriver<C> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         let inner = &self.inner;
         let settings = &inner.settings;
+        if request.ttl > crate::MAX_TTL {
+            return Err(DriverError::rejected(format!(
+                "a TTL of {:?} is longer than a year; the Redis driver refuses it",
+                request.ttl
+            )));
+        }
         let keys = settings.lock_keys(&request.name);
         let owner = request.owner.to_string();
-        let (waiter, queue_ttl) = match request.waiter {
+        let (waiter, entry, queue_ttl) = match &request.waiter {
             // A queue entry outlives its waiter's silence several times over.
-            Some(waiter) => (
-                waiter_hex(waiter.id),
-                millis_ceil(
-                    waiter
-                        .retry_within
-                        .saturating_mul(4)
-                        .max(Duration::from_secs(1)),
-                ),
-            ),
-            None => (String::new(), 0),
+            Some(waiter) => {
+                let (id, entry) = waiter_args(waiter);
+                let queue_ttl = waiter
+                    .retry_within
+                    .saturating_mul(4)
+                    .max(Duration::from_secs(1));
+                (id, entry, millis_ceil(queue_ttl))
+            }
+            None => (String::new(), String::new(), 0),
         };
         let quarantine = if settings.quarantine.is_zero() {
             0
@@ -255,6 +289,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&owner)
             .arg(millis_ceil(request.ttl))
             .arg(&waiter)
+            .arg(&entry)
             .arg(queue_ttl)
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window))
@@ -291,22 +326,25 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 waiter.id,
                 &self.inner.connector,
                 &self.inner.settings.channel,
+                self.inner.settings.connect_timeout,
             ),
             None => ReleaseWatch::never(),
         }
     }
 
     async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
-        let Some(waiter) = request.waiter else {
+        let Some(waiter) = &request.waiter else {
             return Ok(());
         };
         let settings = &self.inner.settings;
         let keys = settings.lock_keys(&request.name);
+        let (id, entry) = waiter_args(waiter);
         let mut invocation = WITHDRAW.prepare_invoke();
         invocation
             .key(&keys.lock)
             .key(&keys.queue)
-            .arg(waiter_hex(waiter.id))
+            .arg(id)
+            .arg(entry)
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window));
         let _passed_on: i64 = self.inner.run(&invocation).await?;

@@ -367,3 +367,248 @@ async fn every_script_stays_in_one_cluster_slot() {
         waiter.unlock().await.unwrap();
     }
 }
+
+fn queued(name: &str, id: u128, poll: Duration) -> AcquireRequest {
+    request(name, 100 + id).with_waiter(Waiter::new(id, poll))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_never_touches_a_live_holders_grant() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("withdraw-safe", 1)).await;
+    let waiter = queued("withdraw-safe", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    driver.withdraw(&waiter).await.unwrap();
+    assert_eq!(holder.renew(TTL).await.unwrap(), Renewal::Renewed);
+    let mut admin = server.admin().await;
+    let queue_len: i64 = admin.llen("{robit}:queue:withdraw-safe").await.unwrap();
+    assert_eq!(queue_len, 0, "the withdrawn waiter is still queued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .handoff_window(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let holder = granted(&driver, &request("dead-waiter", 1)).await;
+    let poll = Duration::from_millis(50);
+    let (dead, alive) = (
+        queued("dead-waiter", 7, poll),
+        queued("dead-waiter", 8, poll),
+    );
+    for waiter in [&dead, &alive] {
+        assert!(matches!(
+            driver.acquire(waiter).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    holder.release().await.unwrap(); // reserved for 7, which is gone
+    let pttl: i64 = server
+        .admin()
+        .await
+        .pttl("{robit}:lock:dead-waiter")
+        .await
+        .unwrap();
+    assert!(
+        pttl > 0 && pttl <= 100,
+        "the reservation has no bounded window: PTTL {pttl}"
+    );
+    let lease = within(LONG, "the next waiter's grant", async {
+        loop {
+            if let Acquire::Granted(lease) = driver.acquire(&alive).await.unwrap() {
+                return lease;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    })
+    .await;
+    assert!(lease.fence() > holder.fence());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_lasts_twice_the_waiters_poll_interval_when_that_is_longer() {
+    let server = RedisServer::start();
+    let driver = driver(&server); // 500 ms hand-off window
+    let holder = granted(&driver, &request("slow-poller", 1)).await;
+    let waiter = queued("slow-poller", 7, Duration::from_secs(3));
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    holder.release().await.unwrap();
+    let pttl: i64 = server
+        .admin()
+        .await
+        .pttl("{robit}:lock:slow-poller")
+        .await
+        .unwrap();
+    assert!(pttl > 5_000 && pttl <= 6_000, "PTTL {pttl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_a_holder_expires_the_longest_waiting_waiter_goes_first() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let _expired = granted(&driver, &request("expired", 1)).await;
+    let waiter = queued("expired", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    let _: () = server
+        .admin()
+        .await
+        .del("{robit}:lock:expired")
+        .await
+        .unwrap(); // as if expired
+    // A newcomer (a single try, or another waiter) finds the lock free but must not
+    // barge in ahead of the queue.
+    assert!(matches!(
+        driver.acquire(&request("expired", 2)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    assert!(matches!(
+        driver.acquire(&queued("expired", 8, LONG)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    granted(&driver, &waiter).await.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renew_sets_exactly_the_requested_ttl() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let lease = granted(&driver, &request("exact", 1)).await;
+    assert_eq!(
+        lease.renew(Duration::from_millis(7_500)).await.unwrap(),
+        Renewal::Renewed
+    );
+    let left = pttl(&server, b"{robit}:lock:exact").await;
+    assert!(left > 7_000 && left <= 7_500, "PTTL {left}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_follow_the_server_clock_even_if_the_counter_goes_back() {
+    // A restart from an older snapshot brings back an old counter; tokens must still
+    // increase.
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let (seconds, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut server.admin().await)
+        .await
+        .unwrap();
+    let first = granted(&driver, &request("snapshot", 1)).await;
+    assert!(
+        first.fence().get() >= seconds * 1_000_000 + micros,
+        "token {:?} is below the server clock",
+        first.fence()
+    );
+    first.release().await.unwrap();
+    let _: () = server.admin().await.set("{robit}:fence", 5).await.unwrap();
+    let second = granted(&driver, &request("snapshot", 2)).await;
+    assert!(
+        second.fence() > first.fence(),
+        "{:?} then {:?}",
+        first.fence(),
+        second.fence()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_mutexes_share_one_connection_and_one_subscription_which_ends_with_the_driver() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let driver = driver.clone();
+            tokio::spawn(async move {
+                let mutex = Mutex::builder(format!("shared-{}", i % 3), driver)
+                    .ttl(TTL)
+                    .build()
+                    .unwrap();
+                mutex.lock().await.unwrap().unlock().await.unwrap();
+            })
+        })
+        .collect();
+    for task in tasks {
+        within(LONG, "a contender", task).await.unwrap();
+    }
+    let mut admin = server.admin().await;
+    let clients: String = redis::cmd("CLIENT")
+        .arg("LIST")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    // The admin connection, the driver's command connection, its subscription.
+    assert_eq!(clients.lines().count(), 3, "{clients}");
+    assert_eq!(
+        clients
+            .lines()
+            .filter(|line| line.contains("sub=1"))
+            .count(),
+        1,
+        "{clients}"
+    );
+    drop(driver);
+    within(LONG, "the subscription to end with the driver", async {
+        loop {
+            let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+                .arg("NUMSUB")
+                .arg("robit:handoff")
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+            if subscribers == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_subscription_is_reestablished_and_delivers_again() {
+    // The waiter's poll interval and the holder's TTL are a minute: within the test's
+    // limits only a notification can wake the waiter.
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let slow = robit::Backoff::new(Duration::from_secs(60), Duration::from_secs(60));
+    let holder = Mutex::builder("resubscribe", driver.clone())
+        .ttl(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let waiter = Mutex::builder("resubscribe", driver.clone())
+        .ttl(Duration::from_secs(60))
+        .backoff(slow)
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    let waiting = tokio::spawn(async move {
+        let fence = waiter.lock().await.map(|guard| guard.detach());
+        (fence, waiter)
+    });
+    subscribed(&server).await;
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("pubsub")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    subscribed(&server).await;
+    guard.unlock().await.unwrap();
+    let (fence, _waiter) = within(Duration::from_secs(20), "the notified hand-off", waiting)
+        .await
+        .unwrap();
+    fence.unwrap();
+}

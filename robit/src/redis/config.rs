@@ -51,6 +51,14 @@ pub enum RedisConfigError {
         /// The rejected namespace.
         namespace: String,
     },
+    /// The quarantine is longer than [`MAX_TTL`](crate::MAX_TTL).
+    #[error(
+        "a quarantine of {quarantine:?} is longer than a year; set it to the longest TTL in use"
+    )]
+    QuarantineTooLong {
+        /// The rejected quarantine.
+        quarantine: Duration,
+    },
     /// A timeout or window is zero.
     #[error("{setting} must be greater than zero")]
     Zero {
@@ -171,6 +179,11 @@ impl<C: Connector> RedisDriverBuilder<C> {
         if self.namespace.is_empty() || self.namespace.contains(['{', '}']) {
             return Err(RedisConfigError::InvalidNamespace {
                 namespace: self.namespace,
+            });
+        }
+        if self.quarantine > crate::MAX_TTL {
+            return Err(RedisConfigError::QuarantineTooLong {
+                quarantine: self.quarantine,
             });
         }
         for (setting, value) in [

@@ -68,10 +68,14 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration) -> DriverErro
              writes); free memory or raise maxmemory",
             err,
         ),
-        Some(
-            "LOADING" | "BUSY" | "READONLY" | "MASTERDOWN" | "CLUSTERDOWN" | "TRYAGAIN" | "MOVED"
-            | "ASK",
-        ) => transient("Redis cannot serve the request right now", err),
+        Some("MOVED" | "ASK") => permanent(
+            "the namespace's cluster slot is served by another node; the driver talks to one \
+             node: connect it to that node, or give it a Connector over a cluster client",
+            err,
+        ),
+        Some("LOADING" | "BUSY" | "READONLY" | "MASTERDOWN" | "CLUSTERDOWN" | "TRYAGAIN") => {
+            transient("Redis cannot serve the request right now", err)
+        }
         Some(_) => permanent("a robit script failed on the server", err),
         None if err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped() => {
             transient("the connection to Redis failed", err)

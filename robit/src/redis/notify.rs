@@ -21,6 +21,9 @@ use crate::ReleaseWatch;
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);
 const RETRY_MAX: Duration = Duration::from_secs(2);
+/// How long a quiet subscription goes before the subscriber checks it still answers: a
+/// half-open connection never errors, it just stops delivering.
+const PING_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 pub(super) struct Dispatcher {
@@ -46,8 +49,9 @@ impl Dispatcher {
         waiter: u128,
         connector: &Arc<C>,
         channel: &str,
+        limit: Duration,
     ) -> ReleaseWatch {
-        self.start(connector, channel);
+        self.start(connector, channel, limit);
         let notified = {
             let mut waiters = self.waiters();
             let entry = waiters.entry(waiter).or_insert_with(|| Watchers {
@@ -79,7 +83,7 @@ impl Dispatcher {
         }
     }
 
-    fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str) {
+    fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str, limit: Duration) {
         if self.started.swap(true, Ordering::AcqRel) {
             return;
         }
@@ -88,15 +92,18 @@ impl Dispatcher {
             self.started.store(false, Ordering::Release);
             return;
         };
-        let dispatcher = Arc::clone(self);
+        // If the task ends for any reason — its runtime shut down, say — the next watch
+        // starts a new one.
+        let running = Running(Arc::clone(self));
         let connector = Arc::clone(connector);
         let channel = channel.to_owned();
         let stop = self.stop.clone();
         runtime.spawn(async move {
+            let running = running;
             tokio::select! {
                 biased;
                 () = stop.cancelled() => {}
-                () = subscribe(&dispatcher, &*connector, &channel) => {}
+                () = subscribe(&running.0, &*connector, &channel, limit) => {}
             }
         });
     }
@@ -107,31 +114,70 @@ impl Dispatcher {
     }
 }
 
+/// Clears the dispatcher's `started` flag when the subscriber task ends.
+struct Running(Arc<Dispatcher>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.started.store(false, Ordering::Release);
+    }
+}
+
 /// Subscribes and delivers, reconnecting with backoff, until cancelled.
-async fn subscribe<C: Connector>(dispatcher: &Dispatcher, connector: &C, channel: &str) {
+async fn subscribe<C: Connector>(
+    dispatcher: &Dispatcher,
+    connector: &C,
+    channel: &str,
+    limit: Duration,
+) {
     let mut delay = RETRY_MIN;
     loop {
-        match connector.subscriber().await {
-            Ok(mut pubsub) => match pubsub.subscribe(channel).await {
-                Ok(()) => {
-                    tracing::debug!(target: "robit", channel, "subscribed to hand-off notifications");
-                    delay = RETRY_MIN;
-                    let mut messages = pubsub.on_message();
-                    while let Some(message) = messages.next().await {
-                        dispatcher.deliver(message.get_payload_bytes());
-                    }
-                    tracing::debug!(target: "robit", channel, "hand-off subscription ended; reconnecting");
-                }
-                Err(error) => {
-                    tracing::warn!(target: "robit", %error, "could not subscribe to hand-off notifications; waiters poll meanwhile");
-                }
-            },
+        match session(dispatcher, connector, channel, limit).await {
+            Ok(()) => {
+                tracing::debug!(target: "robit", channel, "hand-off subscription ended; reconnecting");
+                delay = RETRY_MIN;
+            }
             Err(error) => {
-                tracing::warn!(target: "robit", %error, "could not open the hand-off subscription; waiters poll meanwhile");
+                tracing::warn!(target: "robit", %error, "hand-off subscription failed; waiters poll meanwhile");
             }
         }
         tokio::time::sleep(delay).await;
         delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// One subscription, from connecting until it ends or stops answering.
+async fn session<C: Connector>(
+    dispatcher: &Dispatcher,
+    connector: &C,
+    channel: &str,
+    limit: Duration,
+) -> Result<(), String> {
+    let bounded = |what: &'static str| move |_| format!("{what} took longer than {limit:?}");
+    let pubsub = tokio::time::timeout(limit, connector.subscriber())
+        .await
+        .map_err(bounded("connecting"))?
+        .map_err(|err| err.to_string())?;
+    let (mut sink, mut stream) = pubsub.split();
+    tokio::time::timeout(limit, sink.subscribe(channel))
+        .await
+        .map_err(bounded("subscribing"))?
+        .map_err(|err| err.to_string())?;
+    tracing::debug!(target: "robit", channel, "subscribed to hand-off notifications");
+    loop {
+        tokio::select! {
+            biased;
+            message = stream.next() => match message {
+                Some(message) => dispatcher.deliver(message.get_payload_bytes()),
+                None => return Ok(()),
+            },
+            () = tokio::time::sleep(PING_EVERY) => {
+                tokio::time::timeout(limit, sink.ping::<redis::Value>())
+                    .await
+                    .map_err(bounded("a ping of the quiet subscription"))?
+                    .map_err(|err| err.to_string())?;
+            }
+        }
     }
 }
 

@@ -6,13 +6,13 @@
 -- KEYS[2] queue      waiter ids in arrival order, expiring when nobody refreshes it
 -- KEYS[3] fence      the namespace's fencing counter (no TTL)
 -- KEYS[4] quarantine present while grants are suspended after state loss
--- ARGV: owner, ttl_ms, waiter ('' for a single try), queue_ttl_ms, channel, handoff_ms,
---       quarantine_ms
+-- ARGV: owner, ttl_ms, waiter id ('' for a single try), queue entry ('<id>:<poll ms>'),
+--       queue_ttl_ms, channel, handoff_ms, quarantine_ms
 -- Returns {1, fence} granted, {0, pttl} held (pttl -1: no expiry), {2, ms} quarantined.
 local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, ttl, waiter = ARGV[1], ARGV[2], ARGV[3]
-local queue_ttl, channel, handoff = tonumber(ARGV[4]), ARGV[5], ARGV[6]
-local quarantine_ms = tonumber(ARGV[7])
+local owner, ttl, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local quarantine_ms = tonumber(ARGV[8])
 
 -- Reads first: a key of the wrong type fails the script before anything is written.
 local current = redis.call('GET', lock)
@@ -20,8 +20,8 @@ local head = redis.call('LINDEX', queue, 0)
 
 local function wait_in_line()
   if waiter ~= '' then
-    if not redis.call('LPOS', queue, waiter) then
-      redis.call('RPUSH', queue, waiter)
+    if not redis.call('LPOS', queue, entry) then
+      redis.call('RPUSH', queue, entry)
     end
     if redis.call('PTTL', queue) < queue_ttl then
       redis.call('PEXPIRE', queue, queue_ttl)
@@ -40,34 +40,36 @@ if current and not reserved_for_me then
   wait_in_line()
   return {0, redis.call('PTTL', lock)}
 end
-if not reserved_for_me and head and head ~= waiter then
+if not reserved_for_me and head and head ~= entry then
   -- Free, but others have waited longer (the last holder expired instead of releasing):
   -- hand it to the longest-waiting one, and queue behind.
-  redis.call('LPOP', queue)
-  redis.call('SET', lock, 'W' .. head, 'PX', handoff)
-  redis.call('PUBLISH', channel, head)
+  local window = hand_off(lock, queue, channel, handoff)
   wait_in_line()
-  return {0, tonumber(handoff)}
+  return {0, window or 0}
 end
 
+-- Tokens follow the server's clock in microseconds as well as the counter: whatever
+-- state a restart brings back (none, an old snapshot, a replica's), the next token is
+-- above every earlier one as long as the clock has not gone back.
+local now = redis.call('TIME')
+local clock = now[1] .. string.format('%06d', tonumber(now[2]))
 local token = redis.call('INCR', fence)
-if token == 1 then
+if token == 1 and quarantine_ms > 0 then
   -- The counter was missing: the namespace is new, or its state was lost (a restart
   -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
   -- believed in by their holders until their TTL runs out, so grant nothing for the
-  -- quarantine. The counter restarts at the server's clock in microseconds, above every
-  -- earlier token.
-  local now = redis.call('TIME')
-  redis.call('SET', fence, now[1] .. string.format('%06d', tonumber(now[2])))
-  if quarantine_ms > 0 then
-    redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
-    wait_in_line()
-    return {2, quarantine_ms}
-  end
-  token = redis.call('INCR', fence)
+  -- quarantine. (The quarantine is written before anything can fail.)
+  redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
+  redis.call('SET', fence, clock)
+  wait_in_line()
+  return {2, quarantine_ms}
+end
+if token < tonumber(clock) then
+  redis.call('SET', fence, clock)
+  token = tonumber(clock)
 end
 -- A waiter granted here was first in line (or its reservation was popped already).
-if waiter ~= '' and head == waiter then
+if waiter ~= '' and head == entry then
   redis.call('LPOP', queue)
 end
 redis.call('SET', lock, owner, 'PX', ttl)

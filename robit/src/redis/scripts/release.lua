@@ -2,14 +2,9 @@
 -- longest-waiting waiter if there is one.
 -- KEYS[1] lock, KEYS[2] queue; ARGV: owner, channel, handoff_ms.
 -- Returns 1 released, 0 not the caller's (already gone, or someone else's).
+-- pcall: a key overwritten with another type is simply not the caller's grant.
 if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
   return 0
 end
-local head = redis.call('LPOP', KEYS[2])
-if head then
-  redis.call('SET', KEYS[1], 'W' .. head, 'PX', ARGV[3])
-  redis.call('PUBLISH', ARGV[2], head)
-else
-  redis.call('DEL', KEYS[1])
-end
+hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3])
 return 1
