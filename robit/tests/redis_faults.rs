@@ -315,3 +315,31 @@ async fn a_lock_key_overwritten_by_someone_else_is_a_loss_and_is_left_alone() {
         "the owner-checked release touched another's key"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_that_silently_stops_answering_is_replaced() {
+    // A half-open connection never errors: every command on it just times out. The
+    // driver must give up on it and open another, not wait on it forever.
+    let server = RedisServer::start();
+    warm_up(&server).await;
+    let proxy = support::FreezingProxy::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .command_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mutex = Mutex::builder("half-open", driver)
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    proxy.freeze_existing();
+    let guard = within(
+        LONG,
+        "a lock through a fresh connection",
+        mutex.lock_with(robit::Wait::Timeout(LONG)),
+    )
+    .await
+    .unwrap();
+    guard.unlock().await.unwrap();
+}
