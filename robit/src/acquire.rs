@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::config::MIN_RETRY_DELAY;
-use crate::core::{Core, Installed};
+use crate::core::{Core, Installed, in_background};
 use crate::{Acquire, AcquireRequest, DriverError, LockError, OwnerToken, Wait, Waiter};
 
 /// Acquires the lock for `core`'s mutex, waiting as `wait` says.
@@ -68,13 +68,11 @@ impl Pending<'_> {
     fn fail(&mut self, waited: Duration) {
         self.core.abort_acquire();
         self.core.stats.failed(waited);
-        let (Some(request), Ok(runtime)) =
-            (self.queued.take(), tokio::runtime::Handle::try_current())
-        else {
+        let Some(request) = self.queued.take() else {
             return;
         };
         let core = Arc::clone(self.core);
-        runtime.spawn(async move {
+        in_background(async move {
             let withdraw = core.config.driver.withdraw(&request);
             if let Err(error) = core.within(core.config.renew_timeout, withdraw).await {
                 tracing::debug!(target: "robit", %error, "could not withdraw from the wait queue; the entry expires");
@@ -243,12 +241,11 @@ impl Future for InFlight {
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        let (Some(call), Ok(runtime)) = (self.call.take(), tokio::runtime::Handle::try_current())
-        else {
+        let Some(call) = self.call.take() else {
             return;
         };
         let core = Arc::clone(&self.core);
-        runtime.spawn(async move {
+        in_background(async move {
             // The grant, if any, is worthless after its TTL; stop waiting by then.
             let limit = core.config.ttl;
             if let Ok(Acquire::Granted(lease)) = core.within(limit, call).await {

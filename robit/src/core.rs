@@ -51,29 +51,32 @@ struct Hold {
     ctl: Arc<HoldCtl>,
 }
 
+/// Runs backend work that nobody waits for any more — an abandoned acquire's grant, a
+/// cancelled unlock's release, a withdrawn waiter — on the current runtime. Outside a
+/// runtime there is nowhere to run it: what it would have freed lapses at its TTL.
+pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(work);
+    }
+}
+
 /// Finishes a release in the background if `unlock()` is cancelled before the backend
 /// answers, so a cancelled unlock does not leave the grant until its TTL.
 struct PendingRelease {
+    core: Arc<Core>,
     lease: Option<Arc<dyn Lease>>,
-    limit: Duration,
-    clock: Arc<dyn crate::Clock>,
 }
 
 impl Drop for PendingRelease {
     fn drop(&mut self) {
-        let (Some(lease), Ok(runtime)) = (self.lease.take(), tokio::runtime::Handle::try_current())
-        else {
-            return;
-        };
-        let (limit, clock) = (self.limit, Arc::clone(&self.clock));
-        runtime.spawn(async move {
-            let until = clock.now() + limit;
-            tokio::select! {
-                biased;
-                _ = lease.release() => {}
-                () = clock.sleep_until(until) => {}
-            }
-        });
+        if let Some(lease) = self.lease.take() {
+            let core = Arc::clone(&self.core);
+            in_background(async move {
+                let _ = core
+                    .within(core.config.renew_timeout, lease.release())
+                    .await;
+            });
+        }
     }
 }
 
@@ -265,13 +268,12 @@ impl Core {
     }
 
     /// Unlocks and waits for the backend to confirm the release.
-    pub(crate) async fn unlock(&self, id: Option<u64>) -> Result<(), UnlockError> {
+    pub(crate) async fn unlock(self: &Arc<Self>, id: Option<u64>) -> Result<(), UnlockError> {
         let (hold, now) = self.end_voluntarily(id)?;
         hold.ctl.stop();
         let mut pending = PendingRelease {
+            core: Arc::clone(self),
             lease: Some(Arc::clone(&hold.lease)),
-            limit: self.config.renew_timeout,
-            clock: Arc::clone(&self.config.clock),
         };
         let result = self
             .within_from(now, self.config.renew_timeout, hold.lease.release())

@@ -47,18 +47,8 @@ async fn granted(driver: &RedisDriver, request: &AcquireRequest) -> std::sync::A
 /// published before it would be lost (the driver then relies on polling, which these
 /// tests do not do).
 async fn subscribed(server: &RedisServer) {
-    let mut admin = server.admin().await;
     within(LONG, "the hand-off subscription", async {
-        loop {
-            let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
-                .arg("NUMSUB")
-                .arg("robit:handoff")
-                .query_async(&mut admin)
-                .await
-                .unwrap();
-            if subscribers > 0 {
-                return;
-            }
+        while server.subscribers("robit:handoff").await == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
     })
@@ -558,16 +548,7 @@ async fn many_mutexes_share_one_connection_and_one_subscription_which_ends_with_
     );
     drop(driver);
     within(LONG, "the subscription to end with the driver", async {
-        loop {
-            let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
-                .arg("NUMSUB")
-                .arg("robit:handoff")
-                .query_async(&mut admin)
-                .await
-                .unwrap();
-            if subscribers == 0 {
-                return;
-            }
+        while server.subscribers("robit:handoff").await > 0 {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     })

@@ -202,6 +202,17 @@ impl RedisServer {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
     }
 
+    /// How many connections are subscribed to `channel` (PUBSUB NUMSUB).
+    pub async fn subscribers(&self, channel: &str) -> u64 {
+        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(channel)
+            .query_async(&mut self.admin().await)
+            .await
+            .expect("PUBSUB NUMSUB");
+        subscribers
+    }
+
     /// A connection for the test's own commands (CLIENT KILL, FLUSHALL, …).
     pub async fn admin(&self) -> redis::aio::MultiplexedConnection {
         self.admin_as(&self.url()).await
