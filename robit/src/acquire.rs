@@ -9,9 +9,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::config::MIN_RETRY_DELAY;
+use crate::config::{MAX_TTL, MIN_RETRY_DELAY, half_jitter};
 use crate::core::{Core, Installed, in_background};
-use crate::{Acquire, AcquireRequest, DriverError, LockError, OwnerToken, Wait, Waiter};
+use crate::{
+    Acquire, AcquireRequest, DriverError, LockError, OwnerToken, ReleaseWatch, Wait, Waiter,
+};
 
 /// Acquires the lock for `core`'s mutex, waiting as `wait` says.
 pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, LockError> {
@@ -126,7 +128,12 @@ async fn attempts(
             waiter,
         };
         // Subscribe before asking, so a release between the answer and the wait is seen.
-        let released = config.driver.watch_release(&request);
+        // A single try never waits, so it does not subscribe.
+        let released = if waiter.is_some() {
+            config.driver.watch_release(&request)
+        } else {
+            ReleaseWatch::never()
+        };
         let sent = clock.now();
         // An attempt may take the renew timeout, but never past the end of the wait.
         let limit = give_up_at.map_or(config.renew_timeout, |at| {
@@ -161,9 +168,7 @@ async fn attempts(
                 let delay = if released.is_live() {
                     // The driver will wake us; poll only as a fallback, at the longest
                     // interval, jittered so that waiters do not poll in step.
-                    let half = poll_interval / 2;
-                    let jitter = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-                    half + Duration::from_nanos(config.entropy.below_or_equal(jitter))
+                    half_jitter(poll_interval, &*config.entropy)
                 } else {
                     config.backoff.delay(attempt, &*config.entropy)
                 };
@@ -180,7 +185,11 @@ async fn attempts(
         };
 
         let now = clock.now();
-        let mut wake_at = now + delay.max(MIN_RETRY_DELAY);
+        // The backoff cap is at most a year (validated), so this cannot overflow; be
+        // careful anyway rather than panic inside lock().
+        let mut wake_at = now
+            .checked_add(delay.max(MIN_RETRY_DELAY))
+            .unwrap_or(now + MAX_TTL);
         if let Some(give_up_at) = give_up_at {
             if now >= give_up_at {
                 return Err(LockError::Timeout {

@@ -105,6 +105,14 @@ impl Backoff {
     }
 }
 
+/// A random duration in `[ceiling / 2, ceiling]`: a delay that keeps its order of
+/// magnitude but does not fire in step with others'.
+pub(crate) fn half_jitter(ceiling: Duration, entropy: &dyn Entropy) -> Duration {
+    let half = ceiling / 2;
+    let spread = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
+    half + Duration::from_nanos(entropy.below_or_equal(spread))
+}
+
 impl Default for Backoff {
     fn default() -> Self {
         Self::new(DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX)
@@ -339,7 +347,10 @@ impl MutexBuilder {
                 validity,
             });
         }
-        if self.backoff.base.is_zero() || self.backoff.max < self.backoff.base {
+        if self.backoff.base.is_zero()
+            || self.backoff.max < self.backoff.base
+            || self.backoff.max > MAX_TTL
+        {
             return Err(ConfigError::InvalidBackoff {
                 base: self.backoff.base,
                 max: self.backoff.max,

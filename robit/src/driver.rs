@@ -40,8 +40,9 @@ use crate::{AcquireRequest, DriverError, Lease, ReleaseWatch};
 /// The Mutex draws a fresh [`OwnerToken`](crate::OwnerToken) for every attempt, so a driver never sees one
 /// owner acquire twice.
 ///
-/// Drivers do not need their own timeouts: the Mutex bounds every call and treats a call
-/// that overruns as failed. They should be cancel-safe in the ordinary sense — a dropped
+/// Drivers need no timeouts for the Mutex's sake: it bounds every call and treats a call
+/// that overruns as failed. (A driver may still keep its own, to notice a dead connection
+/// and replace it, as the Redis driver does.) They should be cancel-safe in the ordinary sense — a dropped
 /// call may or may not have taken effect, and the contract above still holds either way.
 ///
 /// The simulator's conformance suite checks all of this against a driver.

@@ -5,6 +5,16 @@ use std::time::Duration;
 use crate::LossReason;
 
 /// A boxed error from a backend library, kept as the `source` of a [`DriverError`].
+///
+/// # Example
+///
+/// ```
+/// use robit::{BoxError, DriverError};
+///
+/// let source: BoxError = "connection reset by peer".into();
+/// let err = DriverError::unavailable(source);
+/// assert!(std::error::Error::source(&err).is_some());
+/// ```
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A backend operation failed. Returned by [`Driver`](crate::Driver) and
@@ -40,8 +50,8 @@ pub enum DriverError {
     #[error("lock backend did not answer within {0:?}; check its load and the network")]
     Timeout(Duration),
     /// The backend refused the request and will keep refusing it: bad credentials, a key
-    /// of the wrong type, a script error, out of memory. Retrying does not help; fix the
-    /// backend or its configuration.
+    /// of the wrong type, a script error. Retrying does not help; fix the backend or its
+    /// configuration.
     #[error("lock backend rejected the request: {reason}")]
     Rejected {
         /// The backend's explanation.
@@ -154,8 +164,11 @@ pub enum ConfigError {
         /// TTL less drift and safety margin.
         validity: Duration,
     },
-    /// The retry backoff has a zero base, or a cap below its base.
-    #[error("retry backoff base {base:?} must be non-zero and no larger than its cap {max:?}")]
+    /// The retry backoff has a zero base, a cap below its base, or a cap over a year.
+    #[error(
+        "retry backoff base {base:?} must be non-zero and no larger than its cap {max:?}, \
+         and the cap at most a year"
+    )]
     InvalidBackoff {
         /// The configured base delay.
         base: Duration,

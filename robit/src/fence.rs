@@ -50,6 +50,17 @@ impl fmt::Debug for FenceToken {
 
 /// A write carried a fencing token lower than one the resource has already seen: it comes
 /// from a holder whose lease was lost, and must not be applied.
+///
+/// # Example
+///
+/// ```
+/// use robit::{FenceGate, FenceToken, StaleFence};
+///
+/// let gate = FenceGate::new();
+/// gate.check(FenceToken::new(9)).unwrap();
+/// let err: StaleFence = gate.check(FenceToken::new(3)).unwrap_err();
+/// assert_eq!((err.presented.get(), err.highest.get()), (3, 9));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error(
     "stale fencing token {presented}: the resource has already seen {highest}, \

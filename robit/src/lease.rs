@@ -27,7 +27,25 @@ pub enum Renewal {
 /// One granted lease: a handle on a live grant, held by the [`Mutex`](crate::Mutex) for
 /// as long as it believes it holds the lock.
 ///
-/// See [`Driver`](crate::Driver) for the contract and a complete example.
+/// See [`Driver`](crate::Driver) for the contract and a complete driver.
+///
+/// # Example
+///
+/// Driving a lease by hand, as the Mutex's watchdog does:
+///
+/// ```
+/// use robit::{Acquire, AcquireRequest, Driver, LocalDriver, LockName, OwnerToken, Renewal};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), robit::DriverError> {
+/// let driver = LocalDriver::new();
+/// let request = AcquireRequest::new(LockName::from("jobs"), OwnerToken::from_u128(1), Duration::from_secs(5));
+/// let Acquire::Granted(lease) = driver.acquire(&request).await? else { unreachable!() };
+/// assert_eq!(lease.renew(Duration::from_secs(5)).await?, Renewal::Renewed);
+/// lease.release().await?;
+/// assert_eq!(lease.renew(Duration::from_secs(5)).await?, Renewal::Lost);
+/// # Ok(()) }
+/// ```
 #[async_trait]
 pub trait Lease: Send + Sync + 'static {
     /// The grant's fencing token.

@@ -35,9 +35,9 @@ use crate::{
 /// A `Mutex` is `Send + Sync`; share it between tasks behind an `Arc`. Its watchdog task
 /// never outlives it: dropping the last of the mutex and its guards stops renewal and
 /// releases a held lock in the background, with one release attempt bounded by the renew
-/// timeout. The only other task robit spawns finishes an acquire attempt that was
-/// abandoned mid-flight (timed out or cancelled) and releases the grant it may have won;
-/// it ends when that attempt's answer arrives, or after one TTL.
+/// timeout. The other tasks robit spawns finish work nobody waits for any more — an
+/// acquire attempt abandoned mid-flight, a cancelled unlock, a waiter's withdrawal — and
+/// each ends within a TTL; the design document lists them all.
 ///
 /// # Example
 ///

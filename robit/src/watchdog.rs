@@ -10,11 +10,10 @@
 use std::pin::pin;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::config::MIN_RETRY_DELAY;
+use crate::config::{MIN_RETRY_DELAY, half_jitter};
 use crate::core::{Core, HoldCtl};
 use crate::{DriverError, Lease, LossReason, Renewal};
 
@@ -74,10 +73,8 @@ pub(crate) async fn run(
                 break Some(LossReason::DeadlinePassed);
             }
             Attempt::TimedOut => {
-                core.stats.renew_failed();
-                let left = deadline.saturating_duration_since(clock.now());
-                tracing::warn!(target: "robit", timeout = ?(attempt_end - sent), ?left, "renew timed out; retrying before the validity deadline");
-                next_renew = clock.now() + retry_delay(&core, left);
+                let error = DriverError::Timeout(attempt_end - sent);
+                next_renew = retry_after(&core, &error, deadline);
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());
@@ -90,12 +87,7 @@ pub(crate) async fn run(
                 tracing::trace!(target: "robit", ?slack, "renewed");
             }
             Attempt::Done(Ok(Renewal::Lost)) => break Some(LossReason::NotOwner),
-            Attempt::Done(Err(error)) => {
-                core.stats.renew_failed();
-                let left = deadline.saturating_duration_since(clock.now());
-                tracing::warn!(target: "robit", %error, ?left, "renew failed; retrying before the validity deadline");
-                next_renew = clock.now() + retry_delay(&core, left);
-            }
+            Attempt::Done(Err(error)) => next_renew = retry_after(&core, &error, deadline),
         }
     };
 
@@ -115,13 +107,15 @@ pub(crate) async fn run(
     }
 }
 
-/// How long to wait before retrying a failed renew: a jittered quarter of the renew
-/// period, but never so long that fewer than two more attempts fit before the deadline,
-/// and never less than [`MIN_RETRY_DELAY`].
-fn retry_delay(core: &Core, left: Duration) -> Duration {
+/// Counts and logs a failed renew, and says when to retry: after a jittered quarter of
+/// the renew period, but never so late that fewer than two more attempts fit before the
+/// deadline, and never sooner than [`MIN_RETRY_DELAY`].
+fn retry_after(core: &Core, error: &DriverError, deadline: Instant) -> Instant {
     let config = &core.config;
+    let now = config.clock.now();
+    let left = deadline.saturating_duration_since(now);
+    core.stats.renew_failed();
+    tracing::warn!(target: "robit", %error, ?left, "renew failed; retrying before the validity deadline");
     let ceiling = (config.renew_period / 4).min(left / 3);
-    let half = ceiling / 2;
-    let jitter = u64::try_from(half.as_nanos()).unwrap_or(u64::MAX);
-    (half + Duration::from_nanos(config.entropy.below_or_equal(jitter))).max(MIN_RETRY_DELAY)
+    now + half_jitter(ceiling, &*config.entropy).max(MIN_RETRY_DELAY)
 }
