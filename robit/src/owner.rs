@@ -44,11 +44,6 @@ impl OwnerToken {
     pub const fn as_u128(self) -> u128 {
         self.0
     }
-
-    /// The token as 16 big-endian bytes, the form backends should store.
-    pub const fn to_bytes(self) -> [u8; 16] {
-        self.0.to_be_bytes()
-    }
 }
 
 impl fmt::Display for OwnerToken {

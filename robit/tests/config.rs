@@ -176,6 +176,15 @@ fn an_invalid_backoff_is_rejected() {
             max
         }
     );
+    // A cap too long to add to a clock reading is refused, not a later panic.
+    let huge = Duration::MAX;
+    assert_eq!(
+        rejected(builder().backoff(Backoff::new(huge, huge))),
+        ConfigError::InvalidBackoff {
+            base: huge,
+            max: huge
+        }
+    );
 }
 
 #[test]

@@ -55,16 +55,13 @@ impl Table {
             let (_, fence) = *entry.key();
             let name = entry.remove();
             // The index and the map always agree; checking the fence keeps a future
-            // mistake from deleting a newer grant.
+            // mistake from deleting a newer grant. An expiry is an eviction by the clock.
             if self
                 .grants
                 .get(&name)
                 .is_some_and(|grant| grant.fence == fence)
             {
-                if let Some(grant) = self.grants.remove(&name) {
-                    grant.gone.cancel();
-                }
-                self.notify(&name);
+                self.evict(&name);
             }
         }
     }

@@ -42,14 +42,10 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration) -> DriverErro
     if err.is_timeout() {
         return DriverError::Timeout(command_timeout);
     }
-    if err.kind() == ErrorKind::AuthenticationFailed {
-        return permanent(
-            "Redis refused the credentials; check the username and password in the URL",
-            err,
-        );
-    }
+    let refused_credentials = err.kind() == ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"));
     match err.code() {
-        Some("WRONGPASS" | "NOAUTH") => permanent(
+        _ if refused_credentials => permanent(
             "Redis refused the credentials; check the username and password in the URL",
             err,
         ),
