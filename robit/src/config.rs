@@ -94,7 +94,7 @@ impl Backoff {
 
     /// The upper bound of the delay before retry number `attempt` (counting from 0).
     pub fn ceiling(&self, attempt: u32) -> Duration {
-        let factor = 1_u32.checked_shl(attempt.min(31)).unwrap_or(u32::MAX);
+        let factor = 1_u32 << attempt.min(31);
         self.base.saturating_mul(factor).min(self.max)
     }
 

@@ -36,6 +36,19 @@ enum State {
     Held(Hold),
 }
 
+impl Slots {
+    /// Takes the current hold (hold `id`, if given) and leaves the mutex idle.
+    fn take_hold(&mut self, id: Option<u64>) -> Option<Hold> {
+        match std::mem::replace(&mut self.state, State::Idle) {
+            State::Held(hold) if id.is_none_or(|id| id == hold.id) => Some(hold),
+            other => {
+                self.state = other;
+                None
+            }
+        }
+    }
+}
+
 struct Ended {
     id: u64,
     unreported_loss: Option<LossReason>,
@@ -209,17 +222,14 @@ impl Core {
     pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
         let hold = {
             let mut slots = self.slots();
-            if !matches!(&slots.state, State::Held(hold) if hold.id == id) {
+            let Some(hold) = slots.take_hold(Some(id)) else {
                 return false;
-            }
+            };
             slots.last = Some(Ended {
                 id,
                 unreported_loss: Some(reason),
             });
-            match std::mem::replace(&mut slots.state, State::Idle) {
-                State::Held(hold) => hold,
-                State::Idle | State::Acquiring => return false,
-            }
+            hold
         };
         let held_for = self.now().saturating_duration_since(hold.acquired_at);
         self.stats.lost(held_for);
@@ -242,20 +252,16 @@ impl Core {
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
     fn end_voluntarily(&self, id: Option<u64>) -> Result<(Hold, Instant), UnlockError> {
         let mut slots = self.slots();
-        let current =
-            matches!(&slots.state, State::Held(hold) if id.is_none_or(|id| id == hold.id));
-        if current {
-            if let State::Held(hold) = std::mem::replace(&mut slots.state, State::Idle) {
-                slots.last = Some(Ended {
-                    id: hold.id,
-                    unreported_loss: None,
-                });
-                drop(slots);
-                let now = self.now();
-                self.stats
-                    .released(now.saturating_duration_since(hold.acquired_at));
-                return Ok((hold, now));
-            }
+        if let Some(hold) = slots.take_hold(id) {
+            slots.last = Some(Ended {
+                id: hold.id,
+                unreported_loss: None,
+            });
+            drop(slots);
+            let now = self.now();
+            self.stats
+                .released(now.saturating_duration_since(hold.acquired_at));
+            return Ok((hold, now));
         }
         match slots.last.as_mut() {
             Some(ended) if id.is_none_or(|id| id == ended.id) => match ended.unreported_loss.take()

@@ -61,7 +61,7 @@ pub trait Entropy: Send + Sync + Debug + 'static {
 /// assert_ne!(OsEntropy::new().next_u64(), a);
 /// ```
 pub struct OsEntropy {
-    rng: Mutex<StdRng>,
+    rng: LockedRng,
 }
 
 impl OsEntropy {
@@ -77,7 +77,7 @@ impl OsEntropy {
             }
         }
         Self {
-            rng: Mutex::new(StdRng::from_seed(seed)),
+            rng: LockedRng::new(StdRng::from_seed(seed)),
         }
     }
 }
@@ -96,10 +96,7 @@ impl Debug for OsEntropy {
 
 impl Entropy for OsEntropy {
     fn next_u64(&self) -> u64 {
-        self.rng
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .next_u64()
+        self.rng.next_u64()
     }
 }
 
@@ -123,14 +120,14 @@ fn fallback_u64(salt: usize) -> u64 {
 /// assert_eq!(a.next_u64(), b.next_u64());
 /// ```
 pub struct SeededEntropy {
-    rng: Mutex<StdRng>,
+    rng: LockedRng,
 }
 
 impl SeededEntropy {
     /// A generator seeded with `seed`.
     pub fn new(seed: u64) -> Self {
         Self {
-            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            rng: LockedRng::new(StdRng::seed_from_u64(seed)),
         }
     }
 }
@@ -143,7 +140,20 @@ impl Debug for SeededEntropy {
 
 impl Entropy for SeededEntropy {
     fn next_u64(&self) -> u64 {
-        self.rng
+        self.rng.next_u64()
+    }
+}
+
+/// A generator behind a lock, shared by the entropy sources.
+struct LockedRng(Mutex<StdRng>);
+
+impl LockedRng {
+    fn new(rng: StdRng) -> Self {
+        Self(Mutex::new(rng))
+    }
+
+    fn next_u64(&self) -> u64 {
+        self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .next_u64()

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 
 use self::lease::LocalLease;
 use self::table::Table;
+use crate::watch::WatchRegistry;
 use crate::{
     Acquire, AcquireRequest, Clock, Driver, DriverError, LockName, ReleaseWatch, TokioClock,
 };
@@ -54,6 +55,8 @@ pub struct LocalDriver {
 struct Shared {
     clock: Arc<dyn Clock>,
     table: StdMutex<Table>,
+    /// The table's release watches; registered without taking the table's lock.
+    watchers: Arc<WatchRegistry<LockName>>,
 }
 
 impl Shared {
@@ -71,10 +74,13 @@ impl LocalDriver {
     /// A driver whose grants expire on `clock`: the simulator passes the backend host's
     /// clock.
     pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        let table = Table::default();
+        let watchers = Arc::clone(&table.watchers);
         Self {
             shared: Arc::new(Shared {
                 clock,
-                table: StdMutex::new(Table::default()),
+                table: StdMutex::new(table),
+                watchers,
             }),
         }
     }
@@ -139,16 +145,7 @@ impl Driver for LocalDriver {
     }
 
     fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
-        let name = &request.name;
-        let notified = self.shared.table().watch(name);
-        let unwatch = Unwatch {
-            shared: Arc::clone(&self.shared),
-            name: name.clone(),
-        };
-        ReleaseWatch::new(async move {
-            let _unwatch = unwatch;
-            notified.await;
-        })
+        self.shared.watchers.watch(request.name.clone())
     }
 }
 
@@ -159,18 +156,6 @@ fn expiry(now: tokio::time::Instant, ttl: Duration) -> Result<tokio::time::Insta
             "a TTL of {ttl:?} is too long for the local driver's clock; use a TTL of at most a year"
         ))
     })
-}
-
-/// Drops one watcher of a name when its watch goes away.
-struct Unwatch {
-    shared: Arc<Shared>,
-    name: LockName,
-}
-
-impl Drop for Unwatch {
-    fn drop(&mut self) {
-        self.shared.table().unwatch(&self.name);
-    }
 }
 
 #[cfg(test)]

@@ -143,15 +143,11 @@ impl<C: Connector> RedisDriver<C> {
     ///
     /// A [`DriverError`] saying what failed.
     pub async fn ping(&self) -> Result<(), DriverError> {
-        let inner = &self.inner;
-        let (generation, mut connection) = inner.connection().await?;
-        let limit = inner.settings.command_timeout;
-        match tokio::time::timeout(limit, redis::cmd("PING").query_async::<()>(&mut connection))
+        self.inner
+            .bounded(|mut connection| async move {
+                redis::cmd("PING").query_async::<()>(&mut connection).await
+            })
             .await
-        {
-            Ok(result) => result.map_err(|err| inner.failed(generation, err)),
-            Err(_) => Err(inner.timed_out(generation)),
-        }
     }
 }
 
@@ -216,9 +212,22 @@ impl<C: Connector> Inner<C> {
         &self,
         invocation: &ScriptInvocation<'_>,
     ) -> Result<T, DriverError> {
-        let (generation, mut connection) = self.connection().await?;
+        self.bounded(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await
+    }
+
+    /// Runs `command` on the command connection, bounded by the command timeout, and
+    /// retires the connection if it broke or did not answer.
+    async fn bounded<T, F>(
+        &self,
+        command: impl FnOnce(C::Connection) -> F,
+    ) -> Result<T, DriverError>
+    where
+        F: Future<Output = redis::RedisResult<T>>,
+    {
+        let (generation, connection) = self.connection().await?;
         let limit = self.settings.command_timeout;
-        match tokio::time::timeout(limit, invocation.invoke_async(&mut connection)).await {
+        match tokio::time::timeout(limit, command(connection)).await {
             Ok(result) => result.map_err(|err| self.failed(generation, err)),
             Err(_) => Err(self.timed_out(generation)),
         }

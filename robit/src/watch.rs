@@ -65,3 +65,87 @@ impl fmt::Debug for ReleaseWatch {
             .finish()
     }
 }
+
+/// Watches keyed by what they wait for — a lock name, a waiter id — each completed by
+/// [`notify`](Self::notify) on its key. An entry lives while a watch on it does.
+///
+/// Shared by the drivers' release notifications. Keys are only ever looked up, never
+/// iterated, so hash order cannot reach behaviour.
+pub(crate) struct WatchRegistry<K> {
+    entries: std::sync::Mutex<std::collections::HashMap<K, Watchers>>,
+}
+
+struct Watchers {
+    notify: std::sync::Arc<tokio::sync::Notify>,
+    count: usize,
+}
+
+impl<K> Default for WatchRegistry<K> {
+    fn default() -> Self {
+        Self {
+            entries: std::sync::Mutex::default(),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static> WatchRegistry<K> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<K, Watchers>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A watch completed by the next [`notify`](Self::notify) of `key`. It is registered
+    /// at once, so a notification before it is first polled still completes it.
+    pub(crate) fn watch(self: &std::sync::Arc<Self>, key: K) -> ReleaseWatch {
+        let notified = {
+            let mut entries = self.entries();
+            let entry = entries.entry(key.clone()).or_insert_with(|| Watchers {
+                notify: std::sync::Arc::default(),
+                count: 0,
+            });
+            entry.count += 1;
+            std::sync::Arc::clone(&entry.notify).notified_owned()
+        };
+        let unwatch = Unwatch {
+            registry: std::sync::Arc::clone(self),
+            key: Some(key),
+        };
+        ReleaseWatch::new(async move {
+            let _unwatch = unwatch;
+            notified.await;
+        })
+    }
+
+    /// Completes every watch on `key`.
+    pub(crate) fn notify(&self, key: &K) {
+        if let Some(watchers) = self.entries().get(key) {
+            watchers.notify.notify_waiters();
+        }
+    }
+
+    /// How many keys are watched.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.entries().len()
+    }
+}
+
+/// Drops one watch's share of its key's entry.
+struct Unwatch<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static> {
+    registry: std::sync::Arc<WatchRegistry<K>>,
+    key: Option<K>,
+}
+
+impl<K: std::hash::Hash + Eq + Clone + Send + Sync + 'static> Drop for Unwatch<K> {
+    fn drop(&mut self) {
+        let Some(key) = self.key.take() else { return };
+        let mut entries = self.registry.entries();
+        if let Some(watchers) = entries.get_mut(&key) {
+            watchers.count -= 1;
+            if watchers.count == 0 {
+                entries.remove(&key);
+            }
+        }
+    }
+}

@@ -4,10 +4,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, futures::OwnedNotified};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::watch::WatchRegistry;
 use crate::{FenceToken, LockName, OwnerToken};
 
 /// All grants of one local driver.
@@ -19,7 +19,8 @@ pub(super) struct Table {
     grants: HashMap<LockName, Grant>,
     /// (expiry, fence) → name: the sweep order. Fences are unique, so keys are too.
     expiries: BTreeMap<(Instant, FenceToken), LockName>,
-    watchers: HashMap<LockName, Watchers>,
+    /// Shared with the driver, which registers watches without taking the table's lock.
+    pub(super) watchers: Arc<WatchRegistry<LockName>>,
     last_fence: u64,
 }
 
@@ -29,11 +30,6 @@ pub(super) struct Grant {
     expires_at: Instant,
     /// Cancelled when the driver drops the grant by itself (expiry, eviction).
     pub(super) gone: CancellationToken,
-}
-
-struct Watchers {
-    notify: Arc<Notify>,
-    count: usize,
 }
 
 impl Table {
@@ -144,31 +140,6 @@ impl Table {
     }
 
     fn notify(&self, name: &LockName) {
-        if let Some(watchers) = self.watchers.get(name) {
-            watchers.notify.notify_waiters();
-        }
-    }
-
-    /// Subscribes to the next release of `name`. The returned future is registered at
-    /// once, so a release before it is first polled still completes it.
-    pub(super) fn watch(&mut self, name: &LockName) -> OwnedNotified {
-        let watchers = self
-            .watchers
-            .entry(name.clone())
-            .or_insert_with(|| Watchers {
-                notify: Arc::new(Notify::new()),
-                count: 0,
-            });
-        watchers.count += 1;
-        Arc::clone(&watchers.notify).notified_owned()
-    }
-
-    pub(super) fn unwatch(&mut self, name: &LockName) {
-        if let Some(watchers) = self.watchers.get_mut(name) {
-            watchers.count -= 1;
-            if watchers.count == 0 {
-                self.watchers.remove(name);
-            }
-        }
+        self.watchers.notify(name);
     }
 }

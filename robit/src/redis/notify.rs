@@ -6,17 +6,16 @@
 //! waiter with that id, if it is one of its own. A lost message (the subscription
 //! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Connector;
 use crate::ReleaseWatch;
+use crate::watch::WatchRegistry;
 
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -27,21 +26,12 @@ const PING_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 pub(super) struct Dispatcher {
-    waiters: StdMutex<HashMap<u128, Watchers>>,
+    waiters: Arc<WatchRegistry<u128>>,
     started: AtomicBool,
     stop: CancellationToken,
 }
 
-struct Watchers {
-    notify: Arc<Notify>,
-    count: usize,
-}
-
 impl Dispatcher {
-    fn waiters(&self) -> MutexGuard<'_, HashMap<u128, Watchers>> {
-        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// A watch completed by the next hand-off to `waiter`. Starts the subscription on
     /// first use.
     pub(super) fn watch<C: Connector>(
@@ -52,23 +42,7 @@ impl Dispatcher {
         limit: Duration,
     ) -> ReleaseWatch {
         self.start(connector, channel, limit);
-        let notified = {
-            let mut waiters = self.waiters();
-            let entry = waiters.entry(waiter).or_insert_with(|| Watchers {
-                notify: Arc::new(Notify::new()),
-                count: 0,
-            });
-            entry.count += 1;
-            Arc::clone(&entry.notify).notified_owned()
-        };
-        let unwatch = Unwatch {
-            dispatcher: Arc::clone(self),
-            waiter,
-        };
-        ReleaseWatch::new(async move {
-            let _unwatch = unwatch;
-            notified.await;
-        })
+        self.waiters.watch(waiter)
     }
 
     fn deliver(&self, payload: &[u8]) {
@@ -78,9 +52,7 @@ impl Dispatcher {
         else {
             return;
         };
-        if let Some(watchers) = self.waiters().get(&waiter) {
-            watchers.notify.notify_waiters();
-        }
+        self.waiters.notify(&waiter);
     }
 
     fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str, limit: Duration) {
@@ -176,24 +148,6 @@ async fn session<C: Connector>(
                     .await
                     .map_err(bounded("a ping of the quiet subscription"))?
                     .map_err(|err| err.to_string())?;
-            }
-        }
-    }
-}
-
-/// Drops one watcher of a waiter id when its watch goes away.
-struct Unwatch {
-    dispatcher: Arc<Dispatcher>,
-    waiter: u128,
-}
-
-impl Drop for Unwatch {
-    fn drop(&mut self) {
-        let mut waiters = self.dispatcher.waiters();
-        if let Some(watchers) = waiters.get_mut(&self.waiter) {
-            watchers.count -= 1;
-            if watchers.count == 0 {
-                waiters.remove(&self.waiter);
             }
         }
     }
