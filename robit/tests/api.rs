@@ -186,48 +186,34 @@ async fn a_timed_wait_gives_up_after_its_timeout() {
     ));
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_waiter_wakes_on_the_release_notification_not_its_next_poll() {
-    let driver = LocalDriver::new();
+/// A waiter queues behind a holder long enough for its backoff to reach its cap; then the
+/// holder unlocks. Returns how long after the unlock the waiter acquired.
+async fn hand_off_delay(driver: impl robit::Driver + Clone) -> Duration {
     let holder = mutex(driver.clone());
-    let waiter = Arc::new(mutex(driver));
     let guard = holder.lock().await.unwrap();
-    let task = tokio::spawn({
-        let waiter = Arc::clone(&waiter);
-        async move {
-            let guard = waiter.lock().await.unwrap();
-            (Instant::now(), guard.detach())
-        }
-    });
-    // Long enough for the waiter's backoff to reach its cap.
+    let waiting = common::spawn_waiter(mutex(driver));
     tokio::time::sleep(Duration::from_secs(2)).await;
     let released_at = Instant::now();
     guard.unlock().await.unwrap();
-    let (acquired_at, _) = within(TTL, "the waiter's acquire", task).await.unwrap();
+    let (fence, _waiter) = within(TTL, "the waiter's acquire", waiting).await.unwrap();
+    fence.unwrap();
+    Instant::now() - released_at
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_waiter_wakes_on_the_release_notification_not_its_next_poll() {
+    let delay = hand_off_delay(LocalDriver::new()).await;
     assert_eq!(
-        acquired_at, released_at,
+        delay,
+        Duration::ZERO,
         "the waiter slept through the release"
     );
 }
 
 #[tokio::test(start_paused = true)]
 async fn without_notifications_a_waiter_still_acquires_within_the_backoff_cap() {
-    let driver = FaultyDriver::polling();
-    let holder = mutex(driver.clone());
-    let waiter = Arc::new(mutex(driver));
-    let guard = holder.lock().await.unwrap();
-    let task = tokio::spawn({
-        let waiter = Arc::clone(&waiter);
-        async move {
-            let guard = waiter.lock().await.unwrap();
-            (Instant::now(), guard.detach())
-        }
-    });
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    let released_at = Instant::now();
-    guard.unlock().await.unwrap();
-    let (acquired_at, _) = within(TTL, "the waiter's acquire", task).await.unwrap();
-    assert!(acquired_at - released_at <= robit::DEFAULT_BACKOFF_MAX);
+    let delay = hand_off_delay(FaultyDriver::polling()).await;
+    assert!(delay <= robit::DEFAULT_BACKOFF_MAX, "{delay:?}");
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,16 +5,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{FaultyDriver, LossLog, RenewFault, settle, within};
+use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, logged_mutex, settle, within};
 use robit::{LossReason, Mutex, UnlockError};
 
-const TTL: Duration = Duration::from_secs(3);
-const VALIDITY: Duration = Duration::from_millis(2968);
-
 fn mutex(driver: &FaultyDriver, log: &LossLog) -> Mutex {
-    log.attach(Mutex::builder("signalled", driver.clone()).ttl(TTL))
-        .build()
-        .unwrap()
+    logged_mutex("signalled", driver, log)
 }
 
 #[tokio::test(start_paused = true)]

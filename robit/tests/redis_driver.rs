@@ -346,10 +346,7 @@ async fn every_script_stays_in_one_cluster_slot() {
             .unwrap();
         let guard = holder.lock().await.unwrap();
         // Queueing and the hand-off touch the queue key too.
-        let waiting = tokio::spawn(async move {
-            let fence = waiter.lock().await.map(|guard| guard.detach());
-            (fence, waiter)
-        });
+        let waiting = common::spawn_waiter(waiter);
         tokio::time::sleep(Duration::from_millis(50)).await;
         guard.unlock().await.unwrap();
         let (fence, waiter) = within(LONG, "the hand-off", waiting).await.unwrap();
@@ -572,19 +569,9 @@ async fn a_killed_subscription_is_reestablished_and_delivers_again() {
         .build()
         .unwrap();
     let guard = holder.lock().await.unwrap();
-    let waiting = tokio::spawn(async move {
-        let fence = waiter.lock().await.map(|guard| guard.detach());
-        (fence, waiter)
-    });
+    let waiting = common::spawn_waiter(waiter);
     subscribed(&server).await;
-    let mut admin = server.admin().await;
-    let _: () = redis::cmd("CLIENT")
-        .arg("KILL")
-        .arg("TYPE")
-        .arg("pubsub")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    server.kill_clients("pubsub").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     subscribed(&server).await;
     guard.unlock().await.unwrap();

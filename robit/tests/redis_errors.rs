@@ -104,10 +104,7 @@ async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     let holder = mutex(&url, "acl");
     let guard = holder.lock().await.unwrap();
     let waiter = mutex(&url, "acl");
-    let waiting = tokio::spawn(async move {
-        let fence = waiter.lock().await.map(|g| g.detach());
-        (fence, waiter)
-    });
+    let waiting = common::spawn_waiter(waiter);
     tokio::time::sleep(Duration::from_millis(50)).await;
     guard.unlock().await.unwrap();
     let (fence, _still_holding) = waiting.await.unwrap();

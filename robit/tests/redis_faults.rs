@@ -185,22 +185,9 @@ async fn a_server_frozen_for_longer_than_the_ttl_costs_the_holder_its_lease_firs
 async fn killed_connections_reconnect_and_a_valid_lease_is_kept() {
     let server = RedisServer::start();
     let scene = holder_and_waiter(&server).await;
-    let mut admin = server.admin().await;
     for _ in 0..3 {
-        let _: () = redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("TYPE")
-            .arg("normal")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
-        let _: () = redis::cmd("CLIENT")
-            .arg("KILL")
-            .arg("TYPE")
-            .arg("pubsub")
-            .query_async(&mut admin)
-            .await
-            .unwrap();
+        server.kill_clients("normal").await;
+        server.kill_clients("pubsub").await;
         tokio::time::sleep(TTL / 2).await;
     }
     assert!(

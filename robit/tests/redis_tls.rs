@@ -32,10 +32,7 @@ async fn locks_work_over_tls_with_a_private_authority_and_a_password() {
     let waiter = mutex(connector);
     let guard = holder.lock().await.unwrap();
     // A contended hand-off: the pub/sub connection runs over TLS too.
-    let waiting = tokio::spawn(async move {
-        let fence = waiter.lock().await.map(|g| g.detach());
-        (fence, waiter)
-    });
+    let waiting = common::spawn_waiter(waiter);
     tokio::time::sleep(Duration::from_millis(100)).await;
     guard.unlock().await.unwrap();
     let (fence, _waiter) = common::within(Duration::from_secs(20), "the hand-off", waiting)

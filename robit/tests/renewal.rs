@@ -7,18 +7,15 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use common::{AcquireFault, FaultyDriver, JumpClock, LossLog, RenewFault, settle, within};
+use common::{
+    AcquireFault, FaultyDriver, JumpClock, LossLog, RenewFault, TTL, VALIDITY, logged_mutex,
+    settle, within,
+};
 use robit::{LossReason, Mutex, UnlockError};
 use tokio::time::Instant;
 
-const TTL: Duration = Duration::from_secs(3);
-/// TTL × (1 − 0.01) − 2 ms, with the default drift factor and margin.
-const VALIDITY: Duration = Duration::from_millis(2968);
-
 fn mutex(driver: &FaultyDriver, log: &LossLog) -> Mutex {
-    log.attach(Mutex::builder("renewed", driver.clone()).ttl(TTL))
-        .build()
-        .unwrap()
+    logged_mutex("renewed", driver, log)
 }
 
 #[tokio::test(start_paused = true)]

@@ -297,6 +297,29 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
     }
 }
 
+/// The TTL of the paused-time watchdog tests.
+pub const TTL: Duration = Duration::from_secs(3);
+/// TTL × (1 − 0.01) − 2 ms: the validity with the default drift factor and margin.
+pub const VALIDITY: Duration = Duration::from_millis(2968);
+
+/// A mutex named `name` over `driver`, with [`TTL`], whose losses `log` records.
+pub fn logged_mutex(name: &str, driver: &FaultyDriver, log: &LossLog) -> robit::Mutex {
+    log.attach(robit::Mutex::builder(name, driver.clone()).ttl(TTL))
+        .build()
+        .unwrap()
+}
+
+/// Waits for `mutex` in the background, explicit style; the task hands the mutex back
+/// so that its hold outlives the task.
+pub fn spawn_waiter(
+    mutex: robit::Mutex,
+) -> tokio::task::JoinHandle<(Result<FenceToken, robit::LockError>, robit::Mutex)> {
+    tokio::spawn(async move {
+        let fence = mutex.acquire().await;
+        (fence, mutex)
+    })
+}
+
 /// Lets spawned tasks (watchdogs, background releases) run without moving time.
 pub async fn settle() {
     for _ in 0..16 {

@@ -213,6 +213,17 @@ impl RedisServer {
         subscribers
     }
 
+    /// Kills every client connection of `kind` (`normal`, `pubsub`), as CLIENT KILL TYPE.
+    pub async fn kill_clients(&self, kind: &str) {
+        let _: () = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("TYPE")
+            .arg(kind)
+            .query_async(&mut self.admin().await)
+            .await
+            .expect("CLIENT KILL");
+    }
+
     /// A connection for the test's own commands (CLIENT KILL, FLUSHALL, …).
     pub async fn admin(&self) -> redis::aio::MultiplexedConnection {
         self.admin_as(&self.url()).await
