@@ -38,10 +38,21 @@ use tokio::time::Instant;
 /// let fires = clock.true_at(Duration::from_secs(13));
 /// assert!(fires >= Duration::from_secs(12) && fires < Duration::from_secs_f64(12.000_001));
 /// ```
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct SimClock {
     plan: Arc<Mutex<Plan>>,
     changed: Arc<Notify>,
+    anchor: Instant,
+}
+
+impl Default for SimClock {
+    fn default() -> Self {
+        Self {
+            plan: Arc::default(),
+            changed: Arc::default(),
+            anchor: Instant::now(),
+        }
+    }
 }
 
 /// From `since` (true time) on, local time is `local + (t - since) * rate`.
@@ -170,44 +181,31 @@ pub fn true_now() -> Duration {
     turmoil::sim_elapsed().unwrap_or_default()
 }
 
-/// `base + (to - from)`, for durations that may be in either order.
-fn shift(base: Instant, from: Duration, to: Duration) -> Instant {
-    if to >= from {
-        base + (to - from)
-    } else {
-        base.checked_sub(from - to).unwrap_or(base)
-    }
-}
-
 #[async_trait]
 impl Clock for SimClock {
+    /// `anchor + local reading`: readings stay comparable across restarts of the host,
+    /// whose tokio runtimes each start from their own base instant.
     fn now(&self) -> Instant {
-        let now = true_now();
-        shift(Instant::now(), now, self.local_at(now))
+        self.anchor + self.local_elapsed()
     }
 
     async fn sleep_until(&self, deadline: Instant) {
+        let local_deadline = deadline.saturating_duration_since(self.anchor);
         loop {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
 
             let now = true_now();
-            let local_now = self.local_at(now);
-            let reading = shift(Instant::now(), now, local_now);
-            let local_deadline = if deadline >= reading {
-                local_now + (deadline - reading)
-            } else {
-                local_now.saturating_sub(reading - deadline)
-            };
             let wake = self.resumed_at(self.true_at(local_deadline).max(now));
             if wake <= now {
                 return;
             }
+            // Sleep by duration: this host's tokio instants have their own base.
             tokio::select! {
                 biased;
                 () = &mut changed => {}
-                () = tokio::time::sleep_until(shift(Instant::now(), now, wake)) => {}
+                () = tokio::time::sleep(wake - now) => {}
             }
         }
     }

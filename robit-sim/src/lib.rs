@@ -4,6 +4,12 @@
 //! clocks with drift and pauses, partitions, latency, message loss, crashes and backend
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
 
+mod check;
 mod clock;
+mod history;
+mod scenario;
 
+pub use self::check::{CheckConfig, Promise, UnknownPromise, Violation, check};
 pub use self::clock::{SimClock, true_now};
+pub use self::history::{Event, EventKind, History};
+pub use self::scenario::{Backend, Scenario, ScenarioError};

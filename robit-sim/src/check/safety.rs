@@ -1,0 +1,250 @@
+//! The safety checkers: P1, P2, P4 and P6.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::beliefs::Beliefs;
+use super::{Promise, Violation};
+use crate::{Event, EventKind};
+
+fn secs(at: Duration) -> String {
+    format!("{:.3}s", at.as_secs_f64())
+}
+
+/// P1: no two belief intervals overlap.
+pub(super) fn mutual_exclusion(beliefs: &Beliefs) -> Vec<Violation> {
+    let mut sorted: Vec<_> = beliefs.beliefs.iter().collect();
+    sorted.sort_by_key(|belief| belief.start);
+    let mut found = Vec::new();
+    for (i, a) in sorted.iter().enumerate() {
+        for b in sorted[i + 1..].iter().take_while(|b| b.start < a.end) {
+            if a.overlaps(b) {
+                found.push(Violation {
+                    promise: Promise::MutualExclusion,
+                    clients: vec![a.client.clone(), b.client.clone()],
+                    instants: vec![b.start, a.end.min(b.end)],
+                    message: format!(
+                        "{} (token {}) believed it held the lock from {} to {}, and {} (token {}) from {}",
+                        a.client,
+                        a.token,
+                        secs(a.start),
+                        secs(a.end),
+                        b.client,
+                        b.token,
+                        secs(b.start)
+                    ),
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The backend's view of each grant, by token: to whom, and until when.
+struct Grants {
+    to: BTreeMap<u64, (String, Duration)>,
+    /// Every grant in order: (when, token, to whom).
+    order: Vec<(Duration, u64, String)>,
+    /// The latest `until` the backend gave each token, with when it said so.
+    untils: BTreeMap<u64, Vec<(Duration, Duration)>>,
+}
+
+impl Grants {
+    fn from_events(events: &[Event]) -> Self {
+        let mut grants = Self {
+            to: BTreeMap::new(),
+            order: Vec::new(),
+            untils: BTreeMap::new(),
+        };
+        for event in events {
+            match &event.kind {
+                EventKind::BackendGranted { to, token, until } => {
+                    grants.to.insert(*token, (to.clone(), event.at));
+                    grants.order.push((event.at, *token, to.clone()));
+                    grants.untils.entry(*token).or_default().push((event.at, *until));
+                }
+                EventKind::BackendRenewed { token, until, .. } => {
+                    grants.untils.entry(*token).or_default().push((event.at, *until));
+                }
+                _ => {}
+            }
+        }
+        grants
+    }
+
+    /// The instant the backend could first grant the lock to someone other than the
+    /// holder of `token`, judging by what it had promised that holder before `at`.
+    fn free_after(&self, token: u64, at: Duration) -> Option<Duration> {
+        let until = self
+            .untils
+            .get(&token)?
+            .iter()
+            .filter(|(when, _)| *when <= at)
+            .map(|(_, until)| *until)
+            .max()?;
+        let granted_at = self.to.get(&token).map(|(_, at)| *at)?;
+        let next = self
+            .order
+            .iter()
+            .find(|(when, other, _)| *when > granted_at && *other != token)
+            .map(|(when, _, _)| *when);
+        Some(next.map_or(until, |next| next.min(until)))
+    }
+}
+
+/// P2: every loss is signalled once, never after an unlock, and no later than the
+/// backend could grant the lock to someone else.
+pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
+    let grants = Grants::from_events(events);
+    let mut found = Vec::new();
+    let mut signalled: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
+    let mut unlocked: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
+    let violation = |client: &str, instants: Vec<Duration>, message: String| Violation {
+        promise: Promise::EarlyLoss,
+        clients: vec![client.to_owned()],
+        instants,
+        message,
+    };
+    for event in events {
+        match &event.kind {
+            EventKind::UnlockCalled { lease } => {
+                unlocked.insert((&event.who, *lease), event.at);
+            }
+            EventKind::Lost { lease, .. } => {
+                let key = (event.who.as_str(), *lease);
+                if let Some(first) = signalled.insert(key, event.at) {
+                    found.push(violation(
+                        &event.who,
+                        vec![first, event.at],
+                        format!("lease {lease} was signalled lost twice"),
+                    ));
+                }
+                if let Some(&unlock) = unlocked.get(&key) {
+                    found.push(violation(
+                        &event.who,
+                        vec![unlock, event.at],
+                        format!(
+                            "lease {lease} was signalled lost at {} after its unlock at {}",
+                            secs(event.at),
+                            secs(unlock)
+                        ),
+                    ));
+                    continue;
+                }
+                let Some(belief) = beliefs.find(&event.who, *lease) else {
+                    continue;
+                };
+                if let Some(free) = grants.free_after(belief.token, event.at)
+                    && event.at > free
+                {
+                    found.push(violation(
+                        &event.who,
+                        vec![free, event.at],
+                        format!(
+                            "lease {lease} (token {}) was signalled lost at {}, but the backend could grant the lock to another client from {}",
+                            belief.token,
+                            secs(event.at),
+                            secs(free)
+                        ),
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// P4: tokens increase across grants, and the fencing resource never accepts a write
+/// with a token below one it has already accepted.
+pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let violation = |clients: Vec<String>, instants: Vec<Duration>, message: String| Violation {
+        promise: Promise::Fencing,
+        clients,
+        instants,
+        message,
+    };
+    let grants = Grants::from_events(events);
+    for pair in grants.order.windows(2) {
+        let ((t1, k1, c1), (t2, k2, c2)) = (&pair[0], &pair[1]);
+        if k2 <= k1 {
+            found.push(violation(
+                vec![c1.clone(), c2.clone()],
+                vec![*t1, *t2],
+                format!("the backend granted token {k2} to {c2} after token {k1} to {c1}"),
+            ));
+        }
+    }
+    let mut sorted: Vec<_> = beliefs.beliefs.iter().collect();
+    sorted.sort_by_key(|belief| belief.start);
+    for (i, a) in sorted.iter().enumerate() {
+        for b in &sorted[i + 1..] {
+            let same = a.token == b.token;
+            if same || (a.start < b.called && b.token < a.token) {
+                found.push(violation(
+                    vec![a.client.clone(), b.client.clone()],
+                    vec![a.start, b.start],
+                    format!(
+                        "{} was granted token {} at {}, and {} token {} at {} by a lock() begun at {}",
+                        a.client,
+                        a.token,
+                        secs(a.start),
+                        b.client,
+                        b.token,
+                        secs(b.start),
+                        secs(b.called)
+                    ),
+                ));
+            }
+        }
+    }
+    let mut highest: Option<(u64, &str, Duration)> = None;
+    for event in events {
+        if let EventKind::WriteAccepted { from, token } = &event.kind {
+            match highest {
+                Some((top, by, when)) if *token < top => found.push(violation(
+                    vec![from.clone(), by.to_owned()],
+                    vec![when, event.at],
+                    format!(
+                        "the resource accepted a stale write from {from} (token {token}) at {}, after a write with token {top} from {by} at {}",
+                        secs(event.at),
+                        secs(when)
+                    ),
+                )),
+                _ => highest = Some((*token, from, event.at)),
+            }
+        }
+    }
+    found
+}
+
+/// P6: only a grant's holder renews or releases it.
+pub(super) fn safe_release(events: &[Event]) -> Vec<Violation> {
+    let mut holders: BTreeMap<u64, &str> = BTreeMap::new();
+    let mut found = Vec::new();
+    for event in events {
+        let (by, token, what) = match &event.kind {
+            EventKind::BackendGranted { to, token, .. } => {
+                holders.insert(*token, to);
+                continue;
+            }
+            EventKind::BackendRenewed { by, token, .. } => (by, token, "renewed"),
+            EventKind::BackendReleased { by, token } => (by, token, "released"),
+            _ => continue,
+        };
+        if let Some(&holder) = holders.get(token)
+            && holder != by
+        {
+            found.push(Violation {
+                promise: Promise::SafeRelease,
+                clients: vec![by.clone(), holder.to_owned()],
+                instants: vec![event.at],
+                message: format!(
+                    "{by} {what} the grant with token {token}, which belongs to {holder}"
+                ),
+            });
+        }
+    }
+    found
+}

@@ -1,0 +1,251 @@
+//! What happened in a run, in true simulated time.
+//!
+//! Clients, the backend and the storage host append [`Event`]s to one shared
+//! [`History`] as they happen. The checkers read it afterwards; its text form (one line
+//! per event, [`History::render`]) is what the determinism test hashes and what
+//! `robit-sim replay` prints.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::clock::true_now;
+
+/// One thing that happened, at a true instant, to a client (or `backend`, `storage`,
+/// `world`).
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::{Event, EventKind};
+/// use std::time::Duration;
+///
+/// let event = Event {
+///     at: Duration::from_millis(1500),
+///     who: "c1".into(),
+///     kind: EventKind::Acquired { lease: 3, token: 41 },
+/// };
+/// assert_eq!(event.to_string(), "1.500000000 c1 acquired lease=3 token=41");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// True simulated time since the start of the run.
+    pub at: Duration,
+    /// The host the event belongs to.
+    pub who: String,
+    /// What happened.
+    pub kind: EventKind,
+}
+
+/// The kinds of [`Event`]. Leases are numbered per client: a client's `n`th successful
+/// `lock()` holds lease `n`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// `lock()` was called (the client starts waiting).
+    LockCalled,
+    /// `lock()` returned a guard: the client believes it holds the lock from here.
+    Acquired {
+        /// The client's lease number.
+        lease: u64,
+        /// The grant's fencing token.
+        token: u64,
+    },
+    /// `lock()` returned an error.
+    LockFailed {
+        /// The error, as displayed.
+        error: String,
+    },
+    /// `unlock()` was called: the client stops believing it holds the lock.
+    UnlockCalled {
+        /// The lease being unlocked.
+        lease: u64,
+    },
+    /// `unlock()` returned.
+    Unlocked {
+        /// The lease.
+        lease: u64,
+        /// `ok`, or the error as displayed.
+        outcome: String,
+    },
+    /// Loss was signalled to the client: it stops believing it holds the lock.
+    Lost {
+        /// The lease lost.
+        lease: u64,
+        /// Why, as the library reported it.
+        reason: String,
+    },
+    /// The client sent a write, fenced with its token, to the storage host.
+    WriteSent {
+        /// The lease the client believed it held.
+        lease: u64,
+        /// The token sent with the write.
+        token: u64,
+    },
+    /// The storage host accepted a write.
+    WriteAccepted {
+        /// The writing client.
+        from: String,
+        /// Its token.
+        token: u64,
+    },
+    /// The storage host rejected a write as stale.
+    WriteRejected {
+        /// The writing client.
+        from: String,
+        /// Its token.
+        token: u64,
+        /// The highest token the storage had seen.
+        highest: u64,
+    },
+    /// The backend granted the lock.
+    BackendGranted {
+        /// The client it was granted to.
+        to: String,
+        /// The grant's fencing token.
+        token: u64,
+        /// The true instant until which the backend keeps the grant.
+        until: Duration,
+    },
+    /// The backend extended a grant.
+    BackendRenewed {
+        /// The client that renewed.
+        by: String,
+        /// The grant's fencing token.
+        token: u64,
+        /// The new true instant until which the backend keeps the grant.
+        until: Duration,
+    },
+    /// The backend removed a grant on a release.
+    BackendReleased {
+        /// The client whose release removed it.
+        by: String,
+        /// The grant's fencing token.
+        token: u64,
+    },
+    /// A fault began (or, with `ended`, was repaired).
+    Fault {
+        /// The fault, as the scenario describes it.
+        what: String,
+        /// Whether this marks its end.
+        ended: bool,
+    },
+    /// The host crashed: its tasks are gone, its beliefs with them.
+    Crashed,
+    /// The host's software started again.
+    Restarted,
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}.{:09} {} ",
+            self.at.as_secs(),
+            self.at.subsec_nanos(),
+            self.who
+        )?;
+        match &self.kind {
+            EventKind::LockCalled => write!(f, "lock-called"),
+            EventKind::Acquired { lease, token } => {
+                write!(f, "acquired lease={lease} token={token}")
+            }
+            EventKind::LockFailed { error } => write!(f, "lock-failed error={error:?}"),
+            EventKind::UnlockCalled { lease } => write!(f, "unlock-called lease={lease}"),
+            EventKind::Unlocked { lease, outcome } => {
+                write!(f, "unlocked lease={lease} outcome={outcome:?}")
+            }
+            EventKind::Lost { lease, reason } => write!(f, "lost lease={lease} reason={reason:?}"),
+            EventKind::WriteSent { lease, token } => {
+                write!(f, "write-sent lease={lease} token={token}")
+            }
+            EventKind::WriteAccepted { from, token } => {
+                write!(f, "write-accepted from={from} token={token}")
+            }
+            EventKind::WriteRejected {
+                from,
+                token,
+                highest,
+            } => write!(
+                f,
+                "write-rejected from={from} token={token} highest={highest}"
+            ),
+            EventKind::BackendGranted { to, token, until } => {
+                write!(f, "granted to={to} token={token} until={until:?}")
+            }
+            EventKind::BackendRenewed { by, token, until } => {
+                write!(f, "renewed by={by} token={token} until={until:?}")
+            }
+            EventKind::BackendReleased { by, token } => {
+                write!(f, "released by={by} token={token}")
+            }
+            EventKind::Fault { what, ended } => {
+                write!(f, "{} {what}", if *ended { "repaired" } else { "fault" })
+            }
+            EventKind::Crashed => write!(f, "crashed"),
+            EventKind::Restarted => write!(f, "restarted"),
+        }
+    }
+}
+
+/// The shared, append-only record of a run. Clones append to the same record.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::{EventKind, History};
+/// use std::time::Duration;
+///
+/// let history = History::new();
+/// history.record_at(Duration::from_secs(1), "c1", EventKind::LockCalled);
+/// assert_eq!(history.events().len(), 1);
+/// assert_eq!(history.render(), "1.000000000 c1 lock-called\n");
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct History {
+    events: Arc<Mutex<Vec<Event>>>,
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an event at the current true time (inside a simulated host).
+    pub fn record(&self, who: &str, kind: EventKind) {
+        self.record_at(true_now(), who, kind);
+    }
+
+    /// Appends an event at the given true time.
+    pub fn record_at(&self, at: Duration, who: &str, kind: EventKind) {
+        self.lock().push(Event {
+            at,
+            who: who.to_owned(),
+            kind,
+        });
+    }
+
+    /// A copy of the events so far, in the order they were recorded (which is also
+    /// true-time order, since the simulation runs one host at a time).
+    pub fn events(&self) -> Vec<Event> {
+        let mut events = self.lock().clone();
+        // Hosts run one after another inside a step, each catching up to the step's end:
+        // order by time, keeping record order among equal instants.
+        events.sort_by_key(|event| event.at);
+        events
+    }
+
+    /// The history as text, one event per line: the byte-exact form the determinism
+    /// test compares.
+    pub fn render(&self) -> String {
+        self.events()
+            .iter()
+            .map(|event| format!("{event}\n"))
+            .collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
+        self.events.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}

@@ -1,0 +1,379 @@
+//! From TOML text to a validated [`Scenario`].
+
+use std::ops::Range;
+use std::path::Path;
+use std::time::Duration;
+
+use toml::Spanned;
+
+use super::raw::{Dur, RawClient, RawFault, RawScenario};
+use super::{Action, Backend, Client, Fault, LockSettings, Scenario, ScenarioError, Target, Wait};
+use crate::Promise;
+
+/// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
+const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// The most clients in one scenario.
+const MAX_CLIENTS: usize = 200;
+/// Host names a client may not take: fault targets use them.
+const RESERVED: [&str; 5] = ["holder", "clients", "backend", "storage", "world"];
+
+struct Ctx<'a> {
+    file: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn error(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ScenarioError {
+        let offset = span.map_or(0, |span| span.start).min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
+        ScenarioError::Invalid {
+            file: self.file.to_path_buf(),
+            line,
+            column,
+            message: message.into(),
+        }
+    }
+}
+
+pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
+    let ctx = Ctx { file, text };
+    let raw: RawScenario =
+        toml::from_str(text).map_err(|error| ctx.error(error.span(), error.message().trim()))?;
+    let whole = Some(0..0);
+    if raw.name.trim().is_empty() {
+        return Err(ctx.error(whole, "`name` must not be empty"));
+    }
+    let duration = raw.duration.0;
+    if duration.is_zero() || duration > MAX_DURATION {
+        return Err(ctx.error(whole, "`duration` must be more than zero and at most 1h"));
+    }
+    let backend = match raw.backend.as_ref().map(|b| (b.get_ref().as_str(), b.span())) {
+        None | Some(("redis", _)) => Backend::Redis,
+        Some(("local", _)) => Backend::Local,
+        Some((other, span)) => {
+            return Err(ctx.error(
+                Some(span),
+                format!("unknown backend {other:?}: expected \"redis\" or \"local\""),
+            ));
+        }
+    };
+    let promises = |list: &Option<Spanned<Vec<String>>>, default: &[Promise]| {
+        let Some(list) = list else {
+            return Ok(default.to_vec());
+        };
+        let mut out = Vec::new();
+        for name in list.get_ref() {
+            let promise: Promise = name
+                .parse()
+                .map_err(|error: crate::UnknownPromise| ctx.error(Some(list.span()), error.to_string()))?;
+            if !out.contains(&promise) {
+                out.push(promise);
+            }
+        }
+        out.sort();
+        Ok(out)
+    };
+    let check = promises(&raw.check, &Promise::ALL)?;
+    let expect = promises(&raw.expect, &[])?;
+    if let Some(missing) = expect.iter().find(|promise| !check.contains(promise)) {
+        return Err(ctx.error(
+            raw.expect.as_ref().map(Spanned::span),
+            format!("expects {missing} to be broken, but `check` does not include it"),
+        ));
+    }
+    let lock = lock_settings(&ctx, &raw)?;
+    let latency = pair(&ctx, raw.network.latency, (ms(1), ms(5)), "network latency", whole.clone())?;
+    let clients = clients(&ctx, &raw.clients)?;
+    let names: Vec<&str> = clients.iter().map(|client| client.name.as_str()).collect();
+    let faults = raw
+        .faults
+        .iter()
+        .enumerate()
+        .map(|(index, fault)| self::fault(&ctx, index + 1, fault, duration, &names))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Scenario {
+        file: file.to_path_buf(),
+        name: raw.name,
+        description: raw.description.trim().to_owned(),
+        duration,
+        backend,
+        check,
+        expect,
+        lock,
+        latency,
+        fencing: raw.storage.fencing.unwrap_or(true),
+        quarantine: raw.redis.quarantine.map(|d| d.0),
+        command_timeout: raw.redis.command_timeout.map(|d| d.0),
+        liveness_bound: raw.liveness.bound.map(|d| d.0),
+        settle: raw.liveness.settle.map(|d| d.0),
+        clients,
+        faults,
+    })
+}
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+fn pair(
+    ctx: &Ctx<'_>,
+    value: Option<[Dur; 2]>,
+    default: (Duration, Duration),
+    what: &str,
+    span: Option<Range<usize>>,
+) -> Result<(Duration, Duration), ScenarioError> {
+    let Some([low, high]) = value else {
+        return Ok(default);
+    };
+    if low.0 > high.0 {
+        return Err(ctx.error(
+            span,
+            format!("{what}: the range [{:?}, {:?}] is reversed; write [low, high]", low.0, high.0),
+        ));
+    }
+    Ok((low.0, high.0))
+}
+
+fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, ScenarioError> {
+    let lock = &raw.lock;
+    let wait = match lock.wait.as_ref().map(|w| (w.get_ref().as_str(), w.span())) {
+        None | Some(("forever", _)) => Wait::Forever,
+        Some(("try", _)) => Wait::Try,
+        Some((text, span)) => Wait::Timeout(humantime::parse_duration(text).map_err(|_| {
+            ctx.error(
+                Some(span),
+                format!("invalid `wait` {text:?}: expected \"forever\", \"try\" or a duration like \"5s\""),
+            )
+        })?),
+    };
+    let settings = LockSettings {
+        name: lock.name.clone().unwrap_or_else(|| "resource".to_owned()),
+        ttl: lock.ttl.get_ref().0,
+        renew_period: lock.renew_period.map(|d| d.0),
+        renew_timeout: lock.renew_timeout.map(|d| d.0),
+        drift_factor: lock.drift_factor.unwrap_or(robit::DEFAULT_DRIFT_FACTOR),
+        safety_margin: lock.safety_margin.map(|d| d.0),
+        wait,
+        backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),
+    };
+    // The library's own validation decides what a valid lock is.
+    settings
+        .builder(robit::LocalDriver::new())
+        .build()
+        .map_err(|error| ctx.error(Some(lock.ttl.span()), format!("[lock]: {error}")))?;
+    Ok(settings)
+}
+
+impl LockSettings {
+    /// A mutex builder with these settings over `driver`.
+    pub(crate) fn builder(&self, driver: impl robit::Driver) -> robit::MutexBuilder {
+        let mut builder = robit::Mutex::builder(self.name.as_str(), driver)
+            .ttl(self.ttl)
+            .drift_factor(self.drift_factor);
+        if let Some(period) = self.renew_period {
+            builder = builder.renew_period(period);
+        }
+        if let Some(timeout) = self.renew_timeout {
+            builder = builder.renew_timeout(timeout);
+        }
+        if let Some(margin) = self.safety_margin {
+            builder = builder.safety_margin(margin);
+        }
+        if let Some((base, max)) = self.backoff {
+            builder = builder.backoff(robit::Backoff::new(base, max));
+        }
+        builder.wait(match self.wait {
+            Wait::Forever => robit::Wait::Forever,
+            Wait::Try => robit::Wait::Try,
+            Wait::Timeout(limit) => robit::Wait::Timeout(limit),
+        })
+    }
+}
+
+fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, ScenarioError> {
+    if raw.is_empty() {
+        return Err(ctx.error(Some(0..0), "a scenario needs at least one [[clients]] entry"));
+    }
+    let mut out: Vec<Client> = Vec::new();
+    for entry in raw {
+        let span = Some(entry.span());
+        let client = entry.get_ref();
+        let valid = !client.name.is_empty()
+            && client
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid || RESERVED.contains(&client.name.as_str()) {
+            return Err(ctx.error(
+                span,
+                format!(
+                    "client name {:?}: expected letters, digits, '-' or '_', and none of {RESERVED:?}",
+                    client.name
+                ),
+            ));
+        }
+        let hold = pair(ctx, Some(client.hold), (ms(0), ms(0)), "`hold`", span.clone())?;
+        if hold.1.is_zero() {
+            return Err(ctx.error(span, "`hold` must allow a hold longer than zero"));
+        }
+        let think = pair(ctx, client.think, (ms(0), ms(50)), "`think`", span.clone())?;
+        let drift = client.drift.unwrap_or(0.0);
+        if !drift.is_finite() || drift <= -1.0 {
+            return Err(ctx.error(span, "`drift` must be a number above -1 (0.01 is 1% fast)"));
+        }
+        let names: Vec<String> = match client.count {
+            None => vec![client.name.clone()],
+            Some(0) => return Err(ctx.error(span, "`count` must be at least 1")),
+            Some(count) => (1..=count).map(|n| format!("{}{n}", client.name)).collect(),
+        };
+        for name in names {
+            if out.iter().any(|other| other.name == name) {
+                return Err(ctx.error(span, format!("two clients are named {name:?}")));
+            }
+            out.push(Client {
+                name,
+                start: client.start.map_or(Duration::ZERO, |d| d.0),
+                hold,
+                think,
+                writes: client.writes.unwrap_or(2),
+                drift,
+            });
+        }
+        if out.len() > MAX_CLIENTS {
+            return Err(ctx.error(span, format!("at most {MAX_CLIENTS} clients")));
+        }
+    }
+    Ok(out)
+}
+
+const KINDS: &str = "partition, partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, backend-restart";
+
+fn fault(
+    ctx: &Ctx<'_>,
+    index: usize,
+    entry: &Spanned<RawFault>,
+    duration: Duration,
+    clients: &[&str],
+) -> Result<Fault, ScenarioError> {
+    let span = Some(entry.span());
+    let raw = entry.get_ref();
+    let kind = raw.kind.as_str();
+    let fail = |message: String| ctx.error(span.clone(), format!("fault {index} ({kind}): {message}"));
+    if raw.at.0 >= duration {
+        return Err(fail(format!("`at` {:?} is not inside the run ({duration:?})", raw.at.0)));
+    }
+    let target = |name: &str| -> Result<Target, ScenarioError> {
+        Ok(match name {
+            "holder" => Target::Holder,
+            "clients" => Target::Clients,
+            "backend" => Target::Backend,
+            "storage" => Target::Storage,
+            client if clients.contains(&client) => Target::Client(client.to_owned()),
+            other => {
+                return Err(fail(format!(
+                    "unknown host {other:?}: expected a client ({}), \"holder\", \"clients\", \"backend\" or \"storage\"",
+                    clients.join(", ")
+                )));
+            }
+        })
+    };
+    let client_target = |name: Option<&String>| -> Result<Target, ScenarioError> {
+        let name = name.ok_or_else(|| fail("needs `host`: a client, \"holder\" or \"clients\"".into()))?;
+        match target(name)? {
+            Target::Backend | Target::Storage if kind != "drift" => {
+                Err(fail(format!("`host` must be a client, not {name:?}")))
+            }
+            found => Ok(found),
+        }
+    };
+    let two = |between: Option<&Vec<String>>| -> Result<(Target, Target), ScenarioError> {
+        match between.map(Vec::as_slice) {
+            Some([a, b]) if a != b => Ok((target(a)?, target(b)?)),
+            _ => Err(fail("needs `between`: two different hosts".into())),
+        }
+    };
+    let (action, allowed): (Action, &[&str]) = match kind {
+        "partition" => {
+            let (a, b) = two(raw.between.as_ref())?;
+            (Action::Partition(a, b), &["between"])
+        }
+        "clog" => {
+            let (a, b) = two(raw.between.as_ref())?;
+            (Action::Clog(a, b), &["between"])
+        }
+        "partition-oneway" => {
+            let (Some(from), Some(to)) = (&raw.from, &raw.to) else {
+                return Err(fail("needs `from` and `to`: the direction that drops messages".into()));
+            };
+            (
+                Action::PartitionOneway {
+                    from: target(from)?,
+                    to: target(to)?,
+                },
+                &["from", "to"],
+            )
+        }
+        "latency" => {
+            let (low, high) = pair(ctx, raw.latency, (ms(0), ms(0)), "`latency`", span.clone())?;
+            if raw.latency.is_none() {
+                return Err(fail("needs `latency`: [low, high]".into()));
+            }
+            (Action::Latency(low, high), &["latency"])
+        }
+        "loss" => match raw.rate {
+            Some(rate) if (0.0..=1.0).contains(&rate) => (Action::Loss(rate), &["rate"]),
+            _ => return Err(fail("needs `rate`: a probability between 0 and 1".into())),
+        },
+        "drift" => match raw.drift {
+            Some(drift) if drift.is_finite() && drift > -1.0 => {
+                (Action::Drift(client_target(raw.host.as_ref())?, drift), &["host", "drift"])
+            }
+            _ => return Err(fail("needs `drift`: a number above -1 (0.01 is 1% fast)".into())),
+        },
+        "pause" => {
+            if raw.length.is_none() {
+                return Err(fail("needs `for`: how long the host stays paused".into()));
+            }
+            (Action::Pause(client_target(raw.host.as_ref())?), &["host"])
+        }
+        "crash" => (Action::Crash(client_target(raw.host.as_ref())?), &["host"]),
+        "backend-crash" => (
+            Action::BackendCrash {
+                lose_state: raw.lose_state.unwrap_or(false),
+            },
+            &["lose_state"],
+        ),
+        "backend-restart" => {
+            if raw.length.is_some() {
+                return Err(fail("a restart is instant: use backend-crash with `for` for downtime".into()));
+            }
+            (
+                Action::BackendRestart {
+                    lose_state: raw.lose_state.unwrap_or(false),
+                },
+                &["lose_state"],
+            )
+        }
+        other => return Err(fail(format!("unknown kind {other:?}: expected one of {KINDS}"))),
+    };
+    let given = [
+        ("between", raw.between.is_some()),
+        ("from", raw.from.is_some()),
+        ("to", raw.to.is_some()),
+        ("host", raw.host.is_some()),
+        ("latency", raw.latency.is_some()),
+        ("rate", raw.rate.is_some()),
+        ("drift", raw.drift.is_some()),
+        ("lose_state", raw.lose_state.is_some()),
+    ];
+    if let Some((field, _)) = given.iter().find(|(field, set)| *set && !allowed.contains(field)) {
+        return Err(fail(format!("`{field}` does not apply to this kind")));
+    }
+    Ok(Fault {
+        at: raw.at.0,
+        length: raw.length.map(|d| d.0),
+        action,
+    })
+}

@@ -1,0 +1,226 @@
+//! Declarative fault scenarios: the TOML files under `scenarios/`.
+//!
+//! A scenario names its clients and their workload, the backend, the lock's timings, the
+//! fault schedule, and which promises to check (and which it expects to see broken).
+//! docs/scenarios.md describes every field; [`Scenario::parse`] turns text into a
+//! validated scenario or a [`ScenarioError`] with the file, line and column.
+
+mod error;
+mod load;
+mod raw;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::Promise;
+
+pub use self::error::ScenarioError;
+
+/// A validated scenario.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::Scenario;
+///
+/// let scenario = Scenario::parse("inline.toml", r#"
+///     name = "two clients"
+///     duration = "10s"
+///     [lock]
+///     ttl = "1s"
+///     [[clients]]
+///     name = "c"
+///     count = 2
+///     hold = ["10ms", "50ms"]
+///     [[faults]]
+///     at = "3s"
+///     kind = "partition"
+///     between = ["holder", "backend"]
+///     for = "2s"
+/// "#)?;
+/// assert_eq!(scenario.name(), "two clients");
+/// assert_eq!(scenario.client_names(), ["c1", "c2"]);
+/// # Ok::<(), robit_sim::ScenarioError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub(crate) file: PathBuf,
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) duration: Duration,
+    pub(crate) backend: Backend,
+    pub(crate) check: Vec<Promise>,
+    pub(crate) expect: Vec<Promise>,
+    pub(crate) lock: LockSettings,
+    pub(crate) latency: (Duration, Duration),
+    pub(crate) fencing: bool,
+    pub(crate) quarantine: Option<Duration>,
+    pub(crate) command_timeout: Option<Duration>,
+    pub(crate) liveness_bound: Option<Duration>,
+    pub(crate) settle: Option<Duration>,
+    pub(crate) clients: Vec<Client>,
+    pub(crate) faults: Vec<Fault>,
+}
+
+impl Scenario {
+    /// Reads and validates the scenario file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// [`ScenarioError`] if the file cannot be read, is not valid TOML, or does not
+    /// describe a valid scenario; the error gives the line and column.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, ScenarioError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+            file: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Validates scenario `text`; `file` names it in errors.
+    ///
+    /// # Errors
+    ///
+    /// [`ScenarioError`] if the text is not valid TOML or does not describe a valid
+    /// scenario; the error gives the line and column.
+    pub fn parse(file: impl AsRef<Path>, text: &str) -> Result<Self, ScenarioError> {
+        load::parse(file.as_ref(), text)
+    }
+
+    /// The scenario's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the scenario shows, in a sentence or two.
+    pub fn description(&self) -> &str {
+        &self.description
+    }
+
+    /// The file it came from.
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+
+    /// How long a run lasts, in simulated time.
+    pub fn duration(&self) -> Duration {
+        self.duration
+    }
+
+    /// The promises the run is checked against.
+    pub fn checked(&self) -> &[Promise] {
+        &self.check
+    }
+
+    /// The promises the scenario expects to see broken: a run passes only if each of
+    /// them is reported broken (and nothing else is).
+    pub fn expected_violations(&self) -> &[Promise] {
+        &self.expect
+    }
+
+    /// The clients' host names, in order.
+    pub fn client_names(&self) -> Vec<String> {
+        self.clients.iter().map(|client| client.name.clone()).collect()
+    }
+
+    /// The backend the clients lock through.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+}
+
+/// Which backend a scenario runs against.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::Backend;
+///
+/// assert_eq!(Backend::Redis.to_string(), "redis");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Backend {
+    /// robit's local driver, served to the clients over the simulated network.
+    Local,
+    /// A simulated Redis, driven by robit's real Redis driver.
+    Redis,
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Local => "local",
+            Self::Redis => "redis",
+        })
+    }
+}
+
+/// The lock's settings; unset ones take robit's defaults.
+#[derive(Debug, Clone)]
+pub(crate) struct LockSettings {
+    pub(crate) name: String,
+    pub(crate) ttl: Duration,
+    pub(crate) renew_period: Option<Duration>,
+    pub(crate) renew_timeout: Option<Duration>,
+    pub(crate) drift_factor: f64,
+    pub(crate) safety_margin: Option<Duration>,
+    pub(crate) wait: Wait,
+    pub(crate) backoff: Option<(Duration, Duration)>,
+}
+
+/// How clients wait for the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wait {
+    Forever,
+    Try,
+    Timeout(Duration),
+}
+
+/// One client host and its workload: think, lock, hold (writing to the storage), unlock.
+#[derive(Debug, Clone)]
+pub(crate) struct Client {
+    pub(crate) name: String,
+    pub(crate) start: Duration,
+    pub(crate) hold: (Duration, Duration),
+    pub(crate) think: (Duration, Duration),
+    pub(crate) writes: u32,
+    pub(crate) drift: f64,
+}
+
+/// A host named in a fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A client, by name.
+    Client(String),
+    /// Whichever client believes it holds the lock when the fault starts.
+    Holder,
+    /// Every client.
+    Clients,
+    Backend,
+    Storage,
+}
+
+/// A scheduled fault.
+#[derive(Debug, Clone)]
+pub(crate) struct Fault {
+    pub(crate) at: Duration,
+    /// When set, the fault is undone this long after it starts.
+    pub(crate) length: Option<Duration>,
+    pub(crate) action: Action,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Action {
+    Partition(Target, Target),
+    PartitionOneway { from: Target, to: Target },
+    Clog(Target, Target),
+    Latency(Duration, Duration),
+    Loss(f64),
+    Drift(Target, f64),
+    Pause(Target),
+    Crash(Target),
+    BackendCrash { lose_state: bool },
+    BackendRestart { lose_state: bool },
+}
