@@ -7,9 +7,13 @@
 mod check;
 mod clock;
 mod history;
+mod remote;
 mod scenario;
+mod world;
 
 pub use self::check::{CheckConfig, Promise, UnknownPromise, Violation, check};
 pub use self::clock::{SimClock, true_now};
 pub use self::history::{Event, EventKind, History};
+pub use self::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
 pub use self::scenario::{Backend, Scenario, ScenarioError};
+pub use self::world::{Run, RunError, Verdict, run};

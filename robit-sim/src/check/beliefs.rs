@@ -92,8 +92,12 @@ impl Beliefs {
                         });
                     }
                 }
-                EventKind::UnlockCalled { lease } => out.close_lease(state, *lease, event.at, End::Unlock),
-                EventKind::Lost { lease, .. } => out.close_lease(state, *lease, event.at, End::Lost),
+                EventKind::UnlockCalled { lease } => {
+                    out.close_lease(state, *lease, event.at, End::Unlock)
+                }
+                EventKind::Lost { lease, .. } => {
+                    out.close_lease(state, *lease, event.at, End::Lost)
+                }
                 EventKind::Crashed => {
                     if let Some(called) = state.called.take() {
                         out.waits.push(Wait {

@@ -22,7 +22,10 @@ pub(super) fn fault_windows(events: &[Event], end: Duration) -> Vec<(Duration, D
                 open.entry((&event.who, what)).or_default().push(event.at);
             }
             EventKind::Fault { what, ended: true } => {
-                if let Some(start) = open.get_mut(&(event.who.as_str(), what.as_str())).and_then(Vec::pop) {
+                if let Some(start) = open
+                    .get_mut(&(event.who.as_str(), what.as_str()))
+                    .and_then(Vec::pop)
+                {
                     windows.push((start, event.at));
                 }
             }
@@ -73,9 +76,17 @@ pub(super) fn no_spurious_loss(
 
 /// P5: once every fault has healed (and the settling time passed), nobody waits longer
 /// than the liveness bound while nobody holds the lock.
-pub(super) fn liveness(events: &[Event], beliefs: &Beliefs, config: &CheckConfig) -> Vec<Violation> {
+pub(super) fn liveness(
+    events: &[Event],
+    beliefs: &Beliefs,
+    config: &CheckConfig,
+) -> Vec<Violation> {
     let windows = fault_windows(events, config.end);
-    let healed = windows.iter().map(|&(_, end)| end).max().unwrap_or_default();
+    let healed = windows
+        .iter()
+        .map(|&(_, end)| end)
+        .max()
+        .unwrap_or_default();
     if healed >= config.end {
         return Vec::new();
     }

@@ -61,10 +61,18 @@ impl Grants {
                 EventKind::BackendGranted { to, token, until } => {
                     grants.to.insert(*token, (to.clone(), event.at));
                     grants.order.push((event.at, *token, to.clone()));
-                    grants.untils.entry(*token).or_default().push((event.at, *until));
+                    grants
+                        .untils
+                        .entry(*token)
+                        .or_default()
+                        .push((event.at, *until));
                 }
                 EventKind::BackendRenewed { token, until, .. } => {
-                    grants.untils.entry(*token).or_default().push((event.at, *until));
+                    grants
+                        .untils
+                        .entry(*token)
+                        .or_default()
+                        .push((event.at, *until));
                 }
                 _ => {}
             }

@@ -49,7 +49,11 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
     if duration.is_zero() || duration > MAX_DURATION {
         return Err(ctx.error(whole, "`duration` must be more than zero and at most 1h"));
     }
-    let backend = match raw.backend.as_ref().map(|b| (b.get_ref().as_str(), b.span())) {
+    let backend = match raw
+        .backend
+        .as_ref()
+        .map(|b| (b.get_ref().as_str(), b.span()))
+    {
         None | Some(("redis", _)) => Backend::Redis,
         Some(("local", _)) => Backend::Local,
         Some((other, span)) => {
@@ -65,9 +69,9 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         };
         let mut out = Vec::new();
         for name in list.get_ref() {
-            let promise: Promise = name
-                .parse()
-                .map_err(|error: crate::UnknownPromise| ctx.error(Some(list.span()), error.to_string()))?;
+            let promise: Promise = name.parse().map_err(|error: crate::UnknownPromise| {
+                ctx.error(Some(list.span()), error.to_string())
+            })?;
             if !out.contains(&promise) {
                 out.push(promise);
             }
@@ -84,7 +88,13 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         ));
     }
     let lock = lock_settings(&ctx, &raw)?;
-    let latency = pair(&ctx, raw.network.latency, (ms(1), ms(5)), "network latency", whole.clone())?;
+    let latency = pair(
+        &ctx,
+        raw.network.latency,
+        (ms(1), ms(5)),
+        "network latency",
+        whole.clone(),
+    )?;
     let clients = clients(&ctx, &raw.clients)?;
     let names: Vec<&str> = clients.iter().map(|client| client.name.as_str()).collect();
     let faults = raw
@@ -130,7 +140,10 @@ fn pair(
     if low.0 > high.0 {
         return Err(ctx.error(
             span,
-            format!("{what}: the range [{:?}, {:?}] is reversed; write [low, high]", low.0, high.0),
+            format!(
+                "{what}: the range [{:?}, {:?}] is reversed; write [low, high]",
+                low.0, high.0
+            ),
         ));
     }
     Ok((low.0, high.0))
@@ -194,7 +207,10 @@ impl LockSettings {
 
 fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, ScenarioError> {
     if raw.is_empty() {
-        return Err(ctx.error(Some(0..0), "a scenario needs at least one [[clients]] entry"));
+        return Err(ctx.error(
+            Some(0..0),
+            "a scenario needs at least one [[clients]] entry",
+        ));
     }
     let mut out: Vec<Client> = Vec::new();
     for entry in raw {
@@ -214,7 +230,13 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
                 ),
             ));
         }
-        let hold = pair(ctx, Some(client.hold), (ms(0), ms(0)), "`hold`", span.clone())?;
+        let hold = pair(
+            ctx,
+            Some(client.hold),
+            (ms(0), ms(0)),
+            "`hold`",
+            span.clone(),
+        )?;
         if hold.1.is_zero() {
             return Err(ctx.error(span, "`hold` must allow a hold longer than zero"));
         }
@@ -260,9 +282,13 @@ fn fault(
     let span = Some(entry.span());
     let raw = entry.get_ref();
     let kind = raw.kind.as_str();
-    let fail = |message: String| ctx.error(span.clone(), format!("fault {index} ({kind}): {message}"));
+    let fail =
+        |message: String| ctx.error(span.clone(), format!("fault {index} ({kind}): {message}"));
     if raw.at.0 >= duration {
-        return Err(fail(format!("`at` {:?} is not inside the run ({duration:?})", raw.at.0)));
+        return Err(fail(format!(
+            "`at` {:?} is not inside the run ({duration:?})",
+            raw.at.0
+        )));
     }
     let target = |name: &str| -> Result<Target, ScenarioError> {
         Ok(match name {
@@ -280,7 +306,8 @@ fn fault(
         })
     };
     let client_target = |name: Option<&String>| -> Result<Target, ScenarioError> {
-        let name = name.ok_or_else(|| fail("needs `host`: a client, \"holder\" or \"clients\"".into()))?;
+        let name =
+            name.ok_or_else(|| fail("needs `host`: a client, \"holder\" or \"clients\"".into()))?;
         match target(name)? {
             Target::Backend | Target::Storage if kind != "drift" => {
                 Err(fail(format!("`host` must be a client, not {name:?}")))
@@ -305,7 +332,9 @@ fn fault(
         }
         "partition-oneway" => {
             let (Some(from), Some(to)) = (&raw.from, &raw.to) else {
-                return Err(fail("needs `from` and `to`: the direction that drops messages".into()));
+                return Err(fail(
+                    "needs `from` and `to`: the direction that drops messages".into(),
+                ));
             };
             (
                 Action::PartitionOneway {
@@ -327,10 +356,15 @@ fn fault(
             _ => return Err(fail("needs `rate`: a probability between 0 and 1".into())),
         },
         "drift" => match raw.drift {
-            Some(drift) if drift.is_finite() && drift > -1.0 => {
-                (Action::Drift(client_target(raw.host.as_ref())?, drift), &["host", "drift"])
+            Some(drift) if drift.is_finite() && drift > -1.0 => (
+                Action::Drift(client_target(raw.host.as_ref())?, drift),
+                &["host", "drift"],
+            ),
+            _ => {
+                return Err(fail(
+                    "needs `drift`: a number above -1 (0.01 is 1% fast)".into(),
+                ));
             }
-            _ => return Err(fail("needs `drift`: a number above -1 (0.01 is 1% fast)".into())),
         },
         "pause" => {
             if raw.length.is_none() {
@@ -347,7 +381,9 @@ fn fault(
         ),
         "backend-restart" => {
             if raw.length.is_some() {
-                return Err(fail("a restart is instant: use backend-crash with `for` for downtime".into()));
+                return Err(fail(
+                    "a restart is instant: use backend-crash with `for` for downtime".into(),
+                ));
             }
             (
                 Action::BackendRestart {
@@ -356,7 +392,11 @@ fn fault(
                 &["lose_state"],
             )
         }
-        other => return Err(fail(format!("unknown kind {other:?}: expected one of {KINDS}"))),
+        other => {
+            return Err(fail(format!(
+                "unknown kind {other:?}: expected one of {KINDS}"
+            )));
+        }
     };
     let given = [
         ("between", raw.between.is_some()),
@@ -368,7 +408,10 @@ fn fault(
         ("drift", raw.drift.is_some()),
         ("lose_state", raw.lose_state.is_some()),
     ];
-    if let Some((field, _)) = given.iter().find(|(field, set)| *set && !allowed.contains(field)) {
+    if let Some((field, _)) = given
+        .iter()
+        .find(|(field, set)| *set && !allowed.contains(field))
+    {
         return Err(fail(format!("`{field}` does not apply to this kind")));
     }
     Ok(Fault {

@@ -121,7 +121,10 @@ impl Scenario {
 
     /// The clients' host names, in order.
     pub fn client_names(&self) -> Vec<String> {
-        self.clients.iter().map(|client| client.name.clone()).collect()
+        self.clients
+            .iter()
+            .map(|client| client.name.clone())
+            .collect()
     }
 
     /// The backend the clients lock through.

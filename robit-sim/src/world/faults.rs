@@ -1,0 +1,281 @@
+//! Applying a scenario's fault schedule to the running simulation.
+
+use std::time::Duration;
+
+use turmoil::Sim;
+
+use super::BACKEND;
+use super::storage;
+use crate::scenario::{Action, Fault, Target};
+use crate::{EventKind, History, SimClock};
+
+/// What the schedule needs from the world to apply a fault.
+pub(crate) trait Hosts {
+    fn client_names(&self) -> Vec<String>;
+    fn clock(&self, host: &str) -> Option<SimClock>;
+    fn lose_backend_state(&mut self);
+    /// The drift the lock is configured to tolerate: drift beyond it is a fault.
+    fn drift_bound(&self) -> f64;
+}
+
+/// A fault that started, with the hosts it resolved to, so its end undoes exactly it.
+#[derive(Debug, Clone)]
+pub(crate) struct Applied {
+    action: Action,
+    a: Vec<String>,
+    b: Vec<String>,
+    what: String,
+    /// Whether it counts as a fault (and so is recorded, start and end).
+    recorded: bool,
+}
+
+/// The current holder: the client with a lease it still believes in, if any.
+fn holder(history: &History) -> Option<String> {
+    let mut open: Vec<String> = Vec::new();
+    for event in history.events() {
+        match event.kind {
+            EventKind::Acquired { .. } => open.push(event.who),
+            EventKind::UnlockCalled { .. } | EventKind::Lost { .. } | EventKind::Crashed => {
+                open.retain(|who| *who != event.who);
+            }
+            _ => {}
+        }
+    }
+    open.pop()
+}
+
+fn resolve(target: &Target, hosts: &dyn Hosts, history: &History) -> Vec<String> {
+    match target {
+        Target::Client(name) => vec![name.clone()],
+        Target::Holder => {
+            let clients = hosts.client_names();
+            vec![holder(history).unwrap_or_else(|| clients.first().cloned().unwrap_or_default())]
+        }
+        Target::Clients => hosts.client_names(),
+        Target::Backend => vec![BACKEND.to_owned()],
+        Target::Storage => vec![storage::HOST.to_owned()],
+    }
+}
+
+fn all_hosts(hosts: &dyn Hosts) -> Vec<String> {
+    let mut all = hosts.client_names();
+    all.push(BACKEND.to_owned());
+    all.push(storage::HOST.to_owned());
+    all
+}
+
+fn pairs(a: &[String], b: &[String]) -> Vec<(String, String)> {
+    a.iter()
+        .flat_map(|x| {
+            b.iter()
+                .filter(move |y| *y != x)
+                .map(move |y| (x.clone(), y.clone()))
+        })
+        .collect()
+}
+
+/// Starts `fault` now (true time `now`), recording it in the history.
+pub(crate) fn start(
+    sim: &mut Sim<'_>,
+    fault: &Fault,
+    hosts: &mut dyn Hosts,
+    history: &History,
+    now: Duration,
+) -> Applied {
+    let (a, b) = match &fault.action {
+        Action::Partition(x, y) | Action::Clog(x, y) => {
+            (resolve(x, hosts, history), resolve(y, hosts, history))
+        }
+        Action::PartitionOneway { from, to } => {
+            (resolve(from, hosts, history), resolve(to, hosts, history))
+        }
+        Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => {
+            (resolve(x, hosts, history), Vec::new())
+        }
+        Action::Latency(..) | Action::Loss(_) => (all_hosts(hosts), all_hosts(hosts)),
+        Action::BackendCrash { .. } | Action::BackendRestart { .. } => {
+            (vec![BACKEND.to_owned()], Vec::new())
+        }
+    };
+    let what = describe(&fault.action, &a, &b);
+    let recorded = match &fault.action {
+        // Drift inside the configured bound is not a fault; beyond it, it is.
+        Action::Drift(_, drift) => drift.abs() > hosts.drift_bound(),
+        // A client crash is recorded as the host's own crash, not as a network fault.
+        Action::Crash(_) => false,
+        _ => true,
+    };
+    match &fault.action {
+        Action::Partition(..) => pairs(&a, &b)
+            .iter()
+            .for_each(|(x, y)| sim.partition(x.as_str(), y.as_str())),
+        Action::PartitionOneway { .. } => {
+            pairs(&a, &b)
+                .iter()
+                .for_each(|(x, y)| sim.partition_oneway(x.as_str(), y.as_str()));
+        }
+        Action::Clog(..) => pairs(&a, &b)
+            .iter()
+            .for_each(|(x, y)| sim.hold(x.as_str(), y.as_str())),
+        Action::Latency(low, high) => {
+            for (x, y) in pairs(&a, &b) {
+                sim.set_link_latency(x.as_str(), y.as_str(), *low);
+                sim.set_link_max_message_latency(x.as_str(), y.as_str(), *high);
+            }
+        }
+        Action::Loss(rate) => {
+            for (x, y) in pairs(&a, &b) {
+                sim.set_link_fail_rate(x.as_str(), y.as_str(), *rate);
+            }
+        }
+        Action::Drift(_, drift) => {
+            for host in &a {
+                if let Some(clock) = hosts.clock(host) {
+                    clock.set_drift(now, *drift);
+                }
+            }
+        }
+        Action::Pause(_) => {
+            let length = fault.length.unwrap_or_default();
+            for host in &a {
+                if let Some(clock) = hosts.clock(host) {
+                    clock.pause(now, length);
+                }
+                for other in all_hosts(hosts).iter().filter(|other| *other != host) {
+                    sim.hold(host.as_str(), other.as_str());
+                }
+            }
+        }
+        Action::Crash(_) => {
+            for host in &a {
+                sim.crash(host.as_str());
+                history.record_at(now, host, EventKind::Crashed);
+            }
+        }
+        Action::BackendCrash { lose_state } => {
+            sim.crash(BACKEND);
+            if *lose_state {
+                hosts.lose_backend_state();
+            }
+        }
+        Action::BackendRestart { lose_state } => {
+            sim.crash(BACKEND);
+            if *lose_state {
+                hosts.lose_backend_state();
+            }
+            sim.bounce(BACKEND);
+        }
+    }
+    if recorded {
+        history.record_at(
+            now,
+            "world",
+            EventKind::Fault {
+                what: what.clone(),
+                ended: false,
+            },
+        );
+    }
+    Applied {
+        action: fault.action.clone(),
+        a,
+        b,
+        what,
+        recorded,
+    }
+}
+
+/// Undoes a fault started by [`start`].
+pub(crate) fn end(
+    sim: &mut Sim<'_>,
+    applied: &Applied,
+    hosts: &mut dyn Hosts,
+    history: &History,
+    now: Duration,
+    base: (Duration, Duration),
+) {
+    let (a, b) = (&applied.a, &applied.b);
+    match &applied.action {
+        Action::Partition(..) => pairs(a, b)
+            .iter()
+            .for_each(|(x, y)| sim.repair(x.as_str(), y.as_str())),
+        Action::PartitionOneway { .. } => {
+            pairs(a, b)
+                .iter()
+                .for_each(|(x, y)| sim.repair_oneway(x.as_str(), y.as_str()));
+        }
+        Action::Clog(..) => pairs(a, b)
+            .iter()
+            .for_each(|(x, y)| sim.release(x.as_str(), y.as_str())),
+        Action::Latency(..) => {
+            for (x, y) in pairs(a, b) {
+                sim.set_link_latency(x.as_str(), y.as_str(), base.0);
+                sim.set_link_max_message_latency(x.as_str(), y.as_str(), base.1);
+            }
+        }
+        Action::Loss(_) => {
+            for (x, y) in pairs(a, b) {
+                sim.set_link_fail_rate(x.as_str(), y.as_str(), 0.0);
+            }
+        }
+        Action::Drift(..) => {
+            for host in a {
+                if let Some(clock) = hosts.clock(host) {
+                    clock.set_drift(now, 0.0);
+                }
+            }
+        }
+        Action::Pause(_) => {
+            for host in a {
+                for other in all_hosts(hosts).iter().filter(|other| *other != host) {
+                    sim.release(host.as_str(), other.as_str());
+                }
+            }
+        }
+        Action::Crash(_) => {
+            for host in a {
+                sim.bounce(host.as_str());
+                history.record_at(now, host, EventKind::Restarted);
+            }
+        }
+        Action::BackendCrash { .. } => sim.bounce(BACKEND),
+        Action::BackendRestart { .. } => {}
+    }
+    if applied.recorded {
+        history.record_at(
+            now,
+            "world",
+            EventKind::Fault {
+                what: applied.what.clone(),
+                ended: true,
+            },
+        );
+    }
+}
+
+fn describe(action: &Action, a: &[String], b: &[String]) -> String {
+    let a_names = a.join("+");
+    let b_names = b.join("+");
+    match action {
+        Action::Partition(..) => format!("partition {a_names} | {b_names}"),
+        Action::PartitionOneway { .. } => format!("partition {a_names} -> {b_names}"),
+        Action::Clog(..) => format!("clog {a_names} | {b_names}"),
+        Action::Latency(low, high) => format!("latency {low:?}..{high:?}"),
+        Action::Loss(rate) => format!("loss {rate}"),
+        Action::Drift(_, drift) => format!("drift {a_names} {drift:+}"),
+        Action::Pause(_) => format!("pause {a_names}"),
+        Action::Crash(_) => format!("crash {a_names}"),
+        Action::BackendCrash { lose_state } => {
+            format!(
+                "backend crash{}",
+                if *lose_state { " losing state" } else { "" }
+            )
+        }
+        Action::BackendRestart { lose_state } => {
+            format!(
+                "backend restart{}",
+                if *lose_state { " losing state" } else { "" }
+            )
+        }
+    }
+}
