@@ -4,6 +4,7 @@
 //! clocks with drift and pauses, partitions, latency, message loss, crashes and backend
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
 
+mod batch;
 mod check;
 mod clock;
 mod history;
@@ -11,6 +12,7 @@ mod remote;
 mod scenario;
 mod world;
 
+pub use self::batch::{Outcome, load_scenarios, replay_command, run_batch};
 pub use self::check::{CheckConfig, Promise, UnknownPromise, Violation, check};
 pub use self::clock::{SimClock, true_now};
 pub use self::history::{Event, EventKind, History};

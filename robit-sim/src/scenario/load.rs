@@ -114,6 +114,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         lock,
         latency,
         fencing: raw.storage.fencing.unwrap_or(true),
+        expect_rejections: raw.storage.expect_rejections.unwrap_or(false),
         quarantine: raw.redis.quarantine.map(|d| d.0),
         command_timeout: raw.redis.command_timeout.map(|d| d.0),
         liveness_bound: raw.liveness.bound.map(|d| d.0),

@@ -54,6 +54,7 @@ pub struct Scenario {
     pub(crate) lock: LockSettings,
     pub(crate) latency: (Duration, Duration),
     pub(crate) fencing: bool,
+    pub(crate) expect_rejections: bool,
     pub(crate) quarantine: Option<Duration>,
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) liveness_bound: Option<Duration>,

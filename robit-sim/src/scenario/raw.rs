@@ -79,6 +79,8 @@ pub(crate) struct RawNetwork {
 pub(crate) struct RawStorage {
     #[serde(default)]
     pub(crate) fencing: Option<bool>,
+    #[serde(default)]
+    pub(crate) expect_rejections: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -73,12 +73,19 @@ pub enum Verdict {
         unexpected: Vec<Violation>,
         /// Promises expected to break that did not.
         missing: Vec<Promise>,
+        /// Other expectations of the scenario that the run did not meet.
+        unmet: Vec<String>,
     },
 }
 
 impl Verdict {
     /// Judges `violations` against the promises `expected` to be broken.
     pub fn judge(violations: &[Violation], expected: &[Promise]) -> Self {
+        Self::judge_with(violations, expected, Vec::new())
+    }
+
+    /// Like [`judge`](Self::judge), with expectations beyond promises that were not met.
+    pub fn judge_with(violations: &[Violation], expected: &[Promise], unmet: Vec<String>) -> Self {
         let unexpected: Vec<Violation> = violations
             .iter()
             .filter(|violation| !expected.contains(&violation.promise))
@@ -90,7 +97,7 @@ impl Verdict {
             .filter(|promise| !violations.iter().any(|v| v.promise == *promise))
             .collect();
         match (
-            unexpected.is_empty(),
+            unexpected.is_empty() && unmet.is_empty(),
             missing.is_empty(),
             expected.is_empty(),
         ) {
@@ -99,6 +106,7 @@ impl Verdict {
             _ => Self::Fail {
                 unexpected,
                 missing,
+                unmet,
             },
         }
     }
@@ -120,10 +128,14 @@ impl std::fmt::Display for Verdict {
             Self::Fail {
                 unexpected,
                 missing,
+                unmet,
             } => {
                 f.write_str("FAIL:")?;
                 for promise in missing {
                     write!(f, " expected {promise} to be broken, and it was not")?;
+                }
+                for expectation in unmet {
+                    write!(f, " {expectation}")?;
                 }
                 if let Some(first) = unexpected.first() {
                     write!(
@@ -309,7 +321,18 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
         config = config.with_settle(settle);
     }
     let violations = check(&history, &config, &scenario.check);
-    let verdict = Verdict::judge(&violations, &scenario.expect);
+    let mut unmet = Vec::new();
+    if scenario.expect_rejections
+        && !history
+            .events()
+            .iter()
+            .any(|event| matches!(event.kind, crate::EventKind::WriteRejected { .. }))
+    {
+        unmet.push(
+            "expected the fencing storage to reject a stale write, and it rejected none".to_owned(),
+        );
+    }
+    let verdict = Verdict::judge_with(&violations, &scenario.expect, unmet);
     Ok(Run {
         seed,
         history,
