@@ -136,6 +136,51 @@ pub enum EventKind {
     Restarted,
 }
 
+/// Every [`EventKind::label`], for validating scenario files.
+pub(crate) const LABELS: [&str; 16] = [
+    "lock-called",
+    "acquired",
+    "lock-failed",
+    "unlock-called",
+    "unlocked",
+    "lost",
+    "write-sent",
+    "write-accepted",
+    "write-rejected",
+    "granted",
+    "renewed",
+    "released",
+    "fault",
+    "repaired",
+    "crashed",
+    "restarted",
+];
+
+impl EventKind {
+    /// The event's name, as the text form of the history writes it: `acquired`,
+    /// `lost`, `write-rejected`, …
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::LockCalled => "lock-called",
+            Self::Acquired { .. } => "acquired",
+            Self::LockFailed { .. } => "lock-failed",
+            Self::UnlockCalled { .. } => "unlock-called",
+            Self::Unlocked { .. } => "unlocked",
+            Self::Lost { .. } => "lost",
+            Self::WriteSent { .. } => "write-sent",
+            Self::WriteAccepted { .. } => "write-accepted",
+            Self::WriteRejected { .. } => "write-rejected",
+            Self::BackendGranted { .. } => "granted",
+            Self::BackendRenewed { .. } => "renewed",
+            Self::BackendReleased { .. } => "released",
+            Self::Fault { ended: false, .. } => "fault",
+            Self::Fault { ended: true, .. } => "repaired",
+            Self::Crashed => "crashed",
+            Self::Restarted => "restarted",
+        }
+    }
+}
+
 impl fmt::Display for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(

@@ -77,11 +77,16 @@ struct Served {
 
 impl ServedDriver {
     /// Serves `driver`; `seed` makes the owner tokens it generates deterministic.
-    pub fn new(driver: Arc<dyn Driver>, seed: u64) -> Self {
+    ///
+    /// `boot` must differ between two servers that clients could mistake for each other
+    /// (a backend restarted without its state): lease ids start from it, so a client's
+    /// renew or release of a lease from before a restart can never reach a lease granted
+    /// after it.
+    pub fn new(driver: Arc<dyn Driver>, seed: u64, boot: u32) -> Self {
         Self {
             driver,
             state: Arc::new(Mutex::new(Served {
-                next: 1,
+                next: (u64::from(boot) << 32) + 1,
                 leases: BTreeMap::new(),
                 entropy: SeededEntropy::new(seed),
             })),

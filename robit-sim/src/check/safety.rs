@@ -40,39 +40,30 @@ pub(super) fn mutual_exclusion(beliefs: &Beliefs) -> Vec<Violation> {
     found
 }
 
-/// The backend's view of each grant, by token: to whom, and until when.
+/// The backend's view of the grants: who got which token when, and the expiries it
+/// promised. Tokens may repeat (a backend that lost its state), so grants are told apart
+/// by their position in time, not by token alone.
 struct Grants {
-    to: BTreeMap<u64, (String, Duration)>,
     /// Every grant in order: (when, token, to whom).
     order: Vec<(Duration, u64, String)>,
-    /// The latest `until` the backend gave each token, with when it said so.
-    untils: BTreeMap<u64, Vec<(Duration, Duration)>>,
+    /// Every promised expiry: (when promised, token, until).
+    untils: Vec<(Duration, u64, Duration)>,
 }
 
 impl Grants {
     fn from_events(events: &[Event]) -> Self {
         let mut grants = Self {
-            to: BTreeMap::new(),
             order: Vec::new(),
-            untils: BTreeMap::new(),
+            untils: Vec::new(),
         };
         for event in events {
             match &event.kind {
                 EventKind::BackendGranted { to, token, until } => {
-                    grants.to.insert(*token, (to.clone(), event.at));
                     grants.order.push((event.at, *token, to.clone()));
-                    grants
-                        .untils
-                        .entry(*token)
-                        .or_default()
-                        .push((event.at, *until));
+                    grants.untils.push((event.at, *token, *until));
                 }
                 EventKind::BackendRenewed { token, until, .. } => {
-                    grants
-                        .untils
-                        .entry(*token)
-                        .or_default()
-                        .push((event.at, *until));
+                    grants.untils.push((event.at, *token, *until));
                 }
                 _ => {}
             }
@@ -81,21 +72,26 @@ impl Grants {
     }
 
     /// The instant the backend could first grant the lock to someone other than the
-    /// holder of `token`, judging by what it had promised that holder before `at`.
-    fn free_after(&self, token: u64, at: Duration) -> Option<Duration> {
-        let until = self
-            .untils
-            .get(&token)?
-            .iter()
-            .filter(|(when, _)| *when <= at)
-            .map(|(_, until)| *until)
-            .max()?;
-        let granted_at = self.to.get(&token).map(|(_, at)| *at)?;
-        let next = self
+    /// holder of `token` (whose lease began at `start`), judging by what it had promised
+    /// that holder before `at`.
+    fn free_after(&self, token: u64, start: Duration, at: Duration) -> Option<Duration> {
+        let index = self
             .order
             .iter()
-            .find(|(when, other, _)| *when > granted_at && *other != token)
-            .map(|(when, _, _)| *when);
+            .rposition(|(when, granted, _)| *granted == token && *when <= start)?;
+        let granted_at = self.order[index].0;
+        let next = self.order.get(index + 1).map(|(when, _, _)| *when);
+        let until = self
+            .untils
+            .iter()
+            .filter(|(when, promised, _)| {
+                *promised == token
+                    && *when >= granted_at
+                    && *when <= at
+                    && next.is_none_or(|next| *when < next)
+            })
+            .map(|(_, _, until)| *until)
+            .max()?;
         Some(next.map_or(until, |next| next.min(until)))
     }
 }
@@ -142,7 +138,7 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> 
                 let Some(belief) = beliefs.find(&event.who, *lease) else {
                     continue;
                 };
-                if let Some(free) = grants.free_after(belief.token, event.at)
+                if let Some(free) = grants.free_after(belief.token, belief.start, event.at)
                     && event.at > free
                 {
                     found.push(violation(

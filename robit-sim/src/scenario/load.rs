@@ -12,6 +12,10 @@ use crate::Promise;
 
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
 const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// The simulation's default step: messages move between hosts at this granularity.
+pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(1);
+const MIN_TICK: Duration = Duration::from_micros(100);
+const MAX_TICK: Duration = Duration::from_millis(50);
 /// The most clients in one scenario.
 const MAX_CLIENTS: usize = 200;
 /// Host names a client may not take: fault targets use them.
@@ -49,6 +53,16 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
     if duration.is_zero() || duration > MAX_DURATION {
         return Err(ctx.error(whole, "`duration` must be more than zero and at most 1h"));
     }
+    let tick = match &raw.tick {
+        None => DEFAULT_TICK,
+        Some(tick) if (MIN_TICK..=MAX_TICK).contains(&tick.get_ref().0) => tick.get_ref().0,
+        Some(tick) => {
+            return Err(ctx.error(
+                Some(tick.span()),
+                format!("`tick` must be between {MIN_TICK:?} and {MAX_TICK:?}"),
+            ));
+        }
+    };
     let backend = match raw
         .backend
         .as_ref()
@@ -87,6 +101,21 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
             format!("expects {missing} to be broken, but `check` does not include it"),
         ));
     }
+    let mut require = Vec::new();
+    if let Some(list) = &raw.require {
+        for label in list.get_ref() {
+            if !crate::history::LABELS.contains(&label.as_str()) {
+                return Err(ctx.error(
+                    Some(list.span()),
+                    format!(
+                        "`require`: unknown event {label:?}: expected one of {}",
+                        crate::history::LABELS.join(", ")
+                    ),
+                ));
+            }
+            require.push(label.clone());
+        }
+    }
     let lock = lock_settings(&ctx, &raw)?;
     let latency = pair(
         &ctx,
@@ -108,13 +137,14 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         name: raw.name,
         description: raw.description.trim().to_owned(),
         duration,
+        tick,
         backend,
         check,
         expect,
+        require,
         lock,
         latency,
         fencing: raw.storage.fencing.unwrap_or(true),
-        expect_rejections: raw.storage.expect_rejections.unwrap_or(false),
         quarantine: raw.redis.quarantine.map(|d| d.0),
         command_timeout: raw.redis.command_timeout.map(|d| d.0),
         liveness_bound: raw.liveness.bound.map(|d| d.0),

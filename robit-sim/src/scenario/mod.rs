@@ -48,13 +48,15 @@ pub struct Scenario {
     pub(crate) name: String,
     pub(crate) description: String,
     pub(crate) duration: Duration,
+    pub(crate) tick: Duration,
     pub(crate) backend: Backend,
     pub(crate) check: Vec<Promise>,
     pub(crate) expect: Vec<Promise>,
+    /// Event labels (`lost`, `write-rejected`, …) that must occur at least once.
+    pub(crate) require: Vec<String>,
     pub(crate) lock: LockSettings,
     pub(crate) latency: (Duration, Duration),
     pub(crate) fencing: bool,
-    pub(crate) expect_rejections: bool,
     pub(crate) quarantine: Option<Duration>,
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) liveness_bound: Option<Duration>,
@@ -213,6 +215,19 @@ pub(crate) struct Fault {
     /// When set, the fault is undone this long after it starts.
     pub(crate) length: Option<Duration>,
     pub(crate) action: Action,
+}
+
+impl Fault {
+    /// Whether the fault is aimed at whoever holds the lock when it starts.
+    pub(crate) fn targets_holder(&self) -> bool {
+        let holder = |target: &Target| *target == Target::Holder;
+        match &self.action {
+            Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
+            Action::PartitionOneway { from, to } => holder(from) || holder(to),
+            Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => holder(x),
+            _ => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

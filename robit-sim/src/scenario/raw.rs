@@ -28,11 +28,15 @@ pub(crate) struct RawScenario {
     pub(crate) description: String,
     pub(crate) duration: Dur,
     #[serde(default)]
+    pub(crate) tick: Option<Spanned<Dur>>,
+    #[serde(default)]
     pub(crate) backend: Option<Spanned<String>>,
     #[serde(default)]
     pub(crate) check: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub(crate) expect: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub(crate) require: Option<Spanned<Vec<String>>>,
     pub(crate) lock: RawLock,
     #[serde(default)]
     pub(crate) network: RawNetwork,
@@ -79,8 +83,6 @@ pub(crate) struct RawNetwork {
 pub(crate) struct RawStorage {
     #[serde(default)]
     pub(crate) fencing: Option<bool>,
-    #[serde(default)]
-    pub(crate) expect_rejections: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

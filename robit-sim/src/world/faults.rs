@@ -29,6 +29,11 @@ pub(crate) struct Applied {
     recorded: bool,
 }
 
+/// Whether some client believes it holds the lock.
+pub(crate) fn someone_holds(history: &History) -> bool {
+    holder(history).is_some()
+}
+
 /// The current holder: the client with a lease it still believes in, if any.
 fn holder(history: &History) -> Option<String> {
     let mut open: Vec<String> = Vec::new();

@@ -21,8 +21,6 @@ use crate::{CheckConfig, History, Promise, Scenario, SimClock, Violation, check}
 
 pub(crate) const BACKEND: &str = "backend";
 const DRIVER_PORT: u16 = 7070;
-/// The simulation's tick: network messages move at this granularity.
-const TICK: Duration = Duration::from_millis(1);
 
 /// A finished run: its history, what the checkers found, and the verdict.
 ///
@@ -175,6 +173,8 @@ struct World {
     served: Rc<RefCell<ServedDriver>>,
     backend_clock: SimClock,
     seed: u64,
+    /// How many times the backend lost its state.
+    boots: u32,
     drift_bound: f64,
 }
 
@@ -191,7 +191,8 @@ impl Hosts for World {
     }
 
     fn lose_backend_state(&mut self) {
-        *self.served.borrow_mut() = local_backend(&self.backend_clock, self.seed);
+        self.boots += 1;
+        *self.served.borrow_mut() = local_backend(&self.backend_clock, self.seed, self.boots);
     }
 
     fn drift_bound(&self) -> f64 {
@@ -199,9 +200,9 @@ impl Hosts for World {
     }
 }
 
-fn local_backend(clock: &SimClock, seed: u64) -> ServedDriver {
+fn local_backend(clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
     let driver = LocalDriver::with_clock(Arc::new(clock.clone()));
-    ServedDriver::new(Arc::new(driver), seed)
+    ServedDriver::new(Arc::new(driver), seed ^ u64::from(boot), boot)
 }
 
 /// Runs `scenario` with `seed`: a pure function of the two.
@@ -215,16 +216,17 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
     let mut world = World {
         clients: scenario.client_names(),
         clocks: BTreeMap::new(),
-        served: Rc::new(RefCell::new(local_backend(&backend_clock, seed))),
+        served: Rc::new(RefCell::new(local_backend(&backend_clock, seed, 0))),
         backend_clock: backend_clock.clone(),
         seed,
+        boots: 0,
         drift_bound: scenario.lock.drift_factor,
     };
     let mut sim = turmoil::Builder::new()
         .rng_seed(seed)
         .epoch(UNIX_EPOCH + Duration::from_secs(1_767_225_600))
         .simulation_duration(scenario.duration + Duration::from_secs(3600))
-        .tick_duration(TICK)
+        .tick_duration(scenario.tick)
         .min_message_latency(scenario.latency.0)
         .max_message_latency(scenario.latency.1)
         .repair_rate(0.5)
@@ -299,6 +301,11 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
             let (_, _, index, applied) = schedule.remove(0);
             let fault = &scenario.faults[index];
             match applied {
+                // A fault aimed at the holder waits until someone holds the lock.
+                None if fault.targets_holder() && !faults::someone_holds(&history) => {
+                    order += 1;
+                    schedule.push((now + scenario.tick, order, index, None));
+                }
                 None => {
                     let applied = faults::start(&mut sim, fault, &mut world, &history, now);
                     if let Some(length) = fault.length {
@@ -321,17 +328,17 @@ pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
         config = config.with_settle(settle);
     }
     let violations = check(&history, &config, &scenario.check);
-    let mut unmet = Vec::new();
-    if scenario.expect_rejections
-        && !history
-            .events()
-            .iter()
-            .any(|event| matches!(event.kind, crate::EventKind::WriteRejected { .. }))
-    {
-        unmet.push(
-            "expected the fencing storage to reject a stale write, and it rejected none".to_owned(),
-        );
-    }
+    let events = history.events();
+    let unmet = scenario
+        .require
+        .iter()
+        .filter(|label| {
+            !events
+                .iter()
+                .any(|event| event.kind.label() == label.as_str())
+        })
+        .map(|label| format!("the scenario requires a {label:?} event, and none happened"))
+        .collect();
     let verdict = Verdict::judge_with(&violations, &scenario.expect, unmet);
     Ok(Run {
         seed,
