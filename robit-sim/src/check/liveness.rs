@@ -90,7 +90,13 @@ pub(super) fn liveness(
     if healed >= config.end {
         return Vec::new();
     }
-    let from = healed + config.settle;
+    // Recovery from a fault takes time (reconnecting, a quarantine); with no fault at
+    // all, the bound applies from the start.
+    let from = if windows.is_empty() {
+        Duration::ZERO
+    } else {
+        healed + config.settle
+    };
     // +1 / -1 changes in holders and waiters, by instant.
     let mut changes: BTreeMap<Duration, (i64, i64)> = BTreeMap::new();
     for belief in &beliefs.beliefs {
