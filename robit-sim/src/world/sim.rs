@@ -1,0 +1,213 @@
+//! The simulated world: its hosts, their clocks and the backend's state, stepped one
+//! tick at a time, with faults started and undone on request.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, UNIX_EPOCH};
+
+use robit::{FenceGate, LocalDriver};
+use turmoil::Sim;
+
+use super::client::ClientHost;
+use super::faults::{self, Applied, Hosts};
+use super::{BACKEND, RunError, storage};
+use crate::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
+use crate::scenario::{Backend, Fault};
+use crate::{History, Scenario, SimClock};
+
+const DRIVER_PORT: u16 = 7070;
+/// The simulated epoch: 2026-01-01T00:00:00Z.
+const EPOCH_SECS: u64 = 1_767_225_600;
+
+/// The hosts' shared handles, for the fault schedule.
+struct Handles {
+    clients: Vec<String>,
+    clocks: BTreeMap<String, SimClock>,
+    served: Rc<RefCell<ServedDriver>>,
+    backend_clock: SimClock,
+    seed: u64,
+    /// How many times the backend lost its state.
+    boots: u32,
+    drift_bound: f64,
+}
+
+impl Hosts for Handles {
+    fn client_names(&self) -> Vec<String> {
+        self.clients.clone()
+    }
+
+    fn clock(&self, host: &str) -> Option<SimClock> {
+        if host == BACKEND {
+            return Some(self.backend_clock.clone());
+        }
+        self.clocks.get(host).cloned()
+    }
+
+    fn lose_backend_state(&mut self) {
+        self.boots += 1;
+        *self.served.borrow_mut() = local_backend(&self.backend_clock, self.seed, self.boots);
+    }
+
+    fn drift_bound(&self) -> f64 {
+        self.drift_bound
+    }
+}
+
+fn local_backend(clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
+    let driver = LocalDriver::with_clock(Arc::new(clock.clone()));
+    ServedDriver::new(Arc::new(driver), seed ^ u64::from(boot), boot)
+}
+
+/// A running world built from a scenario.
+pub(crate) struct SimWorld<'a> {
+    sim: Sim<'a>,
+    handles: Handles,
+    history: History,
+    base_latency: (Duration, Duration),
+}
+
+impl SimWorld<'_> {
+    /// Builds the world of `scenario` for `seed`, with every client running the
+    /// scenario's workload.
+    pub(crate) fn new(scenario: &Scenario, seed: u64) -> Self {
+        let history = History::new();
+        let backend_clock = SimClock::new();
+        let handles = Handles {
+            clients: scenario.client_names(),
+            clocks: BTreeMap::new(),
+            served: Rc::new(RefCell::new(local_backend(&backend_clock, seed, 0))),
+            backend_clock: backend_clock.clone(),
+            seed,
+            boots: 0,
+            drift_bound: scenario.lock.drift_factor,
+        };
+        let sim = turmoil::Builder::new()
+            .rng_seed(seed)
+            .epoch(UNIX_EPOCH + Duration::from_secs(EPOCH_SECS))
+            .simulation_duration(scenario.duration + Duration::from_secs(3600))
+            .tick_duration(scenario.tick)
+            .min_message_latency(scenario.latency.0)
+            .max_message_latency(scenario.latency.1)
+            .repair_rate(0.5)
+            .build();
+        let mut world = SimWorld {
+            sim,
+            handles,
+            history,
+            base_latency: scenario.latency,
+        };
+        world.add_backend(scenario);
+        world.add_storage(scenario.fencing);
+        world.add_clients(scenario, seed);
+        world
+    }
+
+    fn add_backend(&mut self, scenario: &Scenario) {
+        match scenario.backend {
+            Backend::Local | Backend::Redis => {
+                let (served, log) = (
+                    Rc::clone(&self.handles.served),
+                    BackendLog::new(self.history.clone(), self.handles.backend_clock.clone()),
+                );
+                self.sim.host(BACKEND, move || {
+                    let (driver, log) = (served.borrow().clone(), log.clone());
+                    async move {
+                        serve_driver(driver, DRIVER_PORT, log)
+                            .await
+                            .map_err(Into::into)
+                    }
+                });
+            }
+        }
+    }
+
+    fn add_storage(&mut self, fencing: bool) {
+        let gate = Arc::new(FenceGate::new());
+        let history = self.history.clone();
+        self.sim.host(storage::HOST, move || {
+            let (history, gate) = (history.clone(), Arc::clone(&gate));
+            async move {
+                storage::serve(history, gate, fencing)
+                    .await
+                    .map_err(Into::into)
+            }
+        });
+    }
+
+    fn add_clients(&mut self, scenario: &Scenario, seed: u64) {
+        let timeout =
+            (scenario.lock.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        for (index, client) in scenario.clients.iter().enumerate() {
+            let clock = SimClock::new();
+            if client.drift != 0.0 {
+                clock.set_drift(Duration::ZERO, client.drift);
+            }
+            self.handles
+                .clocks
+                .insert(client.name.clone(), clock.clone());
+            let host = ClientHost {
+                client: client.clone(),
+                lock: scenario.lock.clone(),
+                clock,
+                history: self.history.clone(),
+                seed: seed ^ (index as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f),
+                lease: Arc::new(AtomicU64::new(0)),
+                incarnation: Arc::new(AtomicU64::new(0)),
+                writes_to_storage: true,
+            };
+            self.sim.host(client.name.as_str(), move || {
+                let host = host.clone();
+                async move {
+                    host.run(RemoteDriver::new(BACKEND, DRIVER_PORT, timeout))
+                        .await
+                        .map_err(|error| error.to_string().into())
+                }
+            });
+        }
+    }
+
+    /// The run's history so far.
+    pub(crate) fn history(&self) -> &History {
+        &self.history
+    }
+
+    /// True time since the start.
+    pub(crate) fn now(&self) -> Duration {
+        self.sim.elapsed()
+    }
+
+    /// Advances the world by one tick.
+    pub(crate) fn step(&mut self) -> Result<(), RunError> {
+        self.sim
+            .step()
+            .map(drop)
+            .map_err(|error| RunError::Simulation(error.to_string()))
+    }
+
+    /// Whether some client believes it holds the lock.
+    pub(crate) fn someone_holds(&self) -> bool {
+        faults::someone_holds(&self.history)
+    }
+
+    /// Starts `fault` now.
+    pub(crate) fn start(&mut self, fault: &Fault) -> Applied {
+        let now = self.now();
+        faults::start(&mut self.sim, fault, &mut self.handles, &self.history, now)
+    }
+
+    /// Undoes a fault started by [`start`](Self::start).
+    pub(crate) fn end(&mut self, applied: &Applied) {
+        let now = self.now();
+        faults::end(
+            &mut self.sim,
+            applied,
+            &mut self.handles,
+            &self.history,
+            now,
+            self.base_latency,
+        );
+    }
+}
