@@ -1,4 +1,5 @@
-//! A client host's software: think, lock, hold while writing to the storage, unlock.
+//! A client host's software: the scenario's workload (think, lock, hold while writing
+//! to the storage, unlock), or commands from a model-checking test, one at a time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -6,7 +7,8 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use robit::{Clock, Driver, SeededEntropy};
+use robit::{Clock, Driver, Guard, Mutex, SeededEntropy};
+use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::storage;
 use crate::scenario::{Client, LockSettings};
@@ -23,7 +25,28 @@ pub(crate) struct ClientHost {
     /// The number of the latest lease, across restarts.
     pub(crate) lease: Arc<AtomicU64>,
     pub(crate) incarnation: Arc<AtomicU64>,
-    pub(crate) writes_to_storage: bool,
+    pub(crate) software: Software,
+}
+
+/// What a client host runs.
+#[derive(Clone)]
+pub(crate) enum Software {
+    /// The scenario's workload, forever.
+    Workload,
+    /// Commands, in order, from the test driving the world. The receiver outlives the
+    /// host's restarts.
+    Commands(Arc<tokio::sync::Mutex<UnboundedReceiver<Command>>>),
+}
+
+/// A command for a client host under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// `lock()`, waiting up to three TTLs; or `try_lock()`.
+    Lock { try_only: bool },
+    /// `unlock()` the guard held, if it is still held.
+    Unlock,
+    /// Send a fenced write with the latest guard's token, held or not.
+    Write,
 }
 
 impl ClientHost {
@@ -48,13 +71,25 @@ impl ClientHost {
                 );
             })
             .build()?;
+        match &self.software {
+            Software::Workload => self.workload(&mutex, &mut rng, incarnation).await,
+            Software::Commands(commands) => self.obey(&mutex, commands).await,
+        }
+    }
+
+    async fn workload(
+        &self,
+        mutex: &Mutex,
+        rng: &mut StdRng,
+        incarnation: u64,
+    ) -> Result<(), robit::BoxError> {
         let name = self.client.name.as_str();
         if incarnation == 0 {
             self.sleep(self.client.start).await;
         }
         loop {
             let (low, high) = self.client.think;
-            self.sleep(between(&mut rng, low, high)).await;
+            self.sleep(between(rng, low, high)).await;
             self.history.record(name, EventKind::LockCalled);
             let guard = match mutex.lock().await {
                 Ok(guard) => guard,
@@ -73,7 +108,7 @@ impl ClientHost {
             self.history
                 .record(name, EventKind::Acquired { lease, token });
             let (low, high) = self.client.hold;
-            let hold = between(&mut rng, low, high);
+            let hold = between(rng, low, high);
             let steps = self.client.writes.max(1);
             for _ in 0..steps {
                 if !guard.is_held() {
@@ -82,21 +117,78 @@ impl ClientHost {
                 // The write below was decided on while the lease was held: a pause or a
                 // loss during this sleep makes it stale, which fencing must catch.
                 self.sleep(hold / steps).await;
-                if self.writes_to_storage && self.client.writes > 0 {
+                if self.client.writes > 0 {
                     self.history
                         .record(name, EventKind::WriteSent { lease, token });
                     storage::write(token, Duration::from_secs(1)).await;
                 }
             }
-            if guard.is_held() {
-                self.history.record(name, EventKind::UnlockCalled { lease });
-                let outcome = match guard.unlock().await {
-                    Ok(()) => "ok".to_owned(),
-                    Err(error) => error.to_string(),
-                };
-                self.history
-                    .record(name, EventKind::Unlocked { lease, outcome });
+            self.unlock(guard, lease).await;
+        }
+    }
+
+    async fn obey(
+        &self,
+        mutex: &Mutex,
+        commands: &tokio::sync::Mutex<UnboundedReceiver<Command>>,
+    ) -> Result<(), robit::BoxError> {
+        let name = self.client.name.as_str();
+        let mut commands = commands.lock().await;
+        let mut held: Option<(Guard, u64, u64)> = None;
+        while let Some(command) = commands.recv().await {
+            match command {
+                Command::Lock { try_only } => {
+                    self.history.record(name, EventKind::LockCalled);
+                    let wait = if try_only {
+                        robit::Wait::Try
+                    } else {
+                        robit::Wait::Timeout(self.lock.ttl * 3)
+                    };
+                    match mutex.lock_with(wait).await {
+                        Ok(guard) => {
+                            let lease = self.lease.fetch_add(1, Ordering::Relaxed) + 1;
+                            let token = guard.fence().get();
+                            self.history
+                                .record(name, EventKind::Acquired { lease, token });
+                            held = Some((guard, lease, token));
+                        }
+                        Err(error) => self.history.record(
+                            name,
+                            EventKind::LockFailed {
+                                error: error.to_string(),
+                            },
+                        ),
+                    }
+                }
+                Command::Unlock => {
+                    if let Some((guard, lease, _)) = held.take() {
+                        self.unlock(guard, lease).await;
+                    }
+                }
+                Command::Write => {
+                    if let Some((_, lease, token)) = &held {
+                        let (lease, token) = (*lease, *token);
+                        self.history
+                            .record(name, EventKind::WriteSent { lease, token });
+                        storage::write(token, Duration::from_secs(1)).await;
+                    }
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// Unlocks `guard` if it is still held (a lost lease was already signalled).
+    async fn unlock(&self, guard: Guard, lease: u64) {
+        let name = self.client.name.as_str();
+        if guard.is_held() {
+            self.history.record(name, EventKind::UnlockCalled { lease });
+            let outcome = match guard.unlock().await {
+                Ok(()) => "ok".to_owned(),
+                Err(error) => error.to_string(),
+            };
+            self.history
+                .record(name, EventKind::Unlocked { lease, outcome });
         }
     }
 

@@ -64,7 +64,7 @@ pub enum RunError {
 ///
 /// [`RunError`] if a host's software fails or the simulator stops.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
-    let mut world = SimWorld::new(scenario, seed);
+    let mut world = SimWorld::new(scenario, seed, false);
     // The schedule: (instant, order, fault index, started fault to undo).
     let mut schedule: Vec<(Duration, usize, usize, Option<Applied>)> = scenario
         .faults

@@ -9,9 +9,10 @@ use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
 use robit::{FenceGate, LocalDriver};
+use tokio::sync::mpsc::UnboundedSender;
 use turmoil::Sim;
 
-use super::client::ClientHost;
+use super::client::{ClientHost, Command, Software};
 use super::faults::{self, Applied, Hosts};
 use super::{BACKEND, RunError, storage};
 use crate::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
@@ -67,12 +68,14 @@ pub(crate) struct SimWorld<'a> {
     handles: Handles,
     history: History,
     base_latency: (Duration, Duration),
+    /// Where commands for each client go, when the clients obey commands.
+    commands: BTreeMap<String, UnboundedSender<Command>>,
 }
 
 impl SimWorld<'_> {
     /// Builds the world of `scenario` for `seed`, with every client running the
-    /// scenario's workload.
-    pub(crate) fn new(scenario: &Scenario, seed: u64) -> Self {
+    /// scenario's workload, or (with `commanded`) obeying [`send`](Self::send).
+    pub(crate) fn new(scenario: &Scenario, seed: u64, commanded: bool) -> Self {
         let history = History::new();
         let backend_clock = SimClock::new();
         let handles = Handles {
@@ -98,10 +101,11 @@ impl SimWorld<'_> {
             handles,
             history,
             base_latency: scenario.latency,
+            commands: BTreeMap::new(),
         };
         world.add_backend(scenario);
         world.add_storage(scenario.fencing);
-        world.add_clients(scenario, seed);
+        world.add_clients(scenario, seed, commanded);
         world
     }
 
@@ -137,7 +141,8 @@ impl SimWorld<'_> {
         });
     }
 
-    fn add_clients(&mut self, scenario: &Scenario, seed: u64) {
+    fn add_clients(&mut self, scenario: &Scenario, seed: u64, commanded: bool) {
+        let mut commands = commanded.then(BTreeMap::new);
         let timeout =
             (scenario.lock.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         for (index, client) in scenario.clients.iter().enumerate() {
@@ -156,7 +161,14 @@ impl SimWorld<'_> {
                 seed: seed ^ (index as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f),
                 lease: Arc::new(AtomicU64::new(0)),
                 incarnation: Arc::new(AtomicU64::new(0)),
-                writes_to_storage: true,
+                software: match &mut commands {
+                    None => Software::Workload,
+                    Some(senders) => {
+                        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+                        senders.insert(client.name.clone(), sender);
+                        Software::Commands(Arc::new(tokio::sync::Mutex::new(receiver)))
+                    }
+                },
             };
             self.sim.host(client.name.as_str(), move || {
                 let host = host.clone();
@@ -166,6 +178,14 @@ impl SimWorld<'_> {
                         .map_err(|error| error.to_string().into())
                 }
             });
+        }
+        self.commands = commands.unwrap_or_default();
+    }
+
+    /// Sends `command` to `client`'s software (a world built with `commanded`).
+    pub(crate) fn send(&self, client: &str, command: Command) {
+        if let Some(sender) = self.commands.get(client) {
+            let _ = sender.send(command);
         }
     }
 
