@@ -8,8 +8,9 @@ mod verdict;
 
 use std::time::Duration;
 
-use self::faults::Applied;
-use self::sim::SimWorld;
+pub(crate) use self::client::Command;
+pub(crate) use self::faults::Applied;
+pub(crate) use self::sim::SimWorld;
 pub use self::verdict::Verdict;
 use crate::{CheckConfig, History, Scenario, Violation, check};
 

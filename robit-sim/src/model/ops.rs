@@ -1,0 +1,198 @@
+//! The operations of the model, and the reference state that keeps sequences valid.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use proptest::prelude::*;
+use proptest::strategy::Union;
+use proptest_state_machine::ReferenceStateMachine;
+
+/// One step of a model-checking sequence. Clients are numbered from 0 (`c1` is 0).
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::Op;
+///
+/// assert_eq!(Op::Pause(1, 15).to_string(), "pause c2 for 1.5s");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Op {
+    /// The client calls `lock()` (waiting up to three TTLs).
+    Lock(usize),
+    /// The client calls `try_lock()`.
+    TryLock(usize),
+    /// The client unlocks what it holds.
+    Unlock(usize),
+    /// The client sends a fenced write with its latest token.
+    Write(usize),
+    /// Time passes: tenths of a second.
+    Advance(u16),
+    /// The client and the backend are cut off from each other.
+    Partition(usize),
+    /// Messages from the client to the backend are dropped.
+    PartitionToBackend(usize),
+    /// Messages from the backend to the client are dropped.
+    PartitionFromBackend(usize),
+    /// The client's partitions are repaired.
+    Repair(usize),
+    /// The client is paused for tenths of a second.
+    Pause(usize, u16),
+    /// The client's clock drifts, in thousandths (within the lock's 1 % bound).
+    Drift(usize, i8),
+    /// The client crashes.
+    Crash(usize),
+    /// The crashed client restarts.
+    Restart(usize),
+    /// The backend restarts, losing its data if true.
+    RestartBackend(bool),
+}
+
+fn client(index: usize) -> String {
+    format!("c{}", index + 1)
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tenths = |n: u16| format!("{}.{}s", n / 10, n % 10);
+        match *self {
+            Self::Lock(c) => write!(f, "lock {}", client(c)),
+            Self::TryLock(c) => write!(f, "try-lock {}", client(c)),
+            Self::Unlock(c) => write!(f, "unlock {}", client(c)),
+            Self::Write(c) => write!(f, "write {}", client(c)),
+            Self::Advance(n) => write!(f, "advance {}", tenths(n)),
+            Self::Partition(c) => write!(f, "partition {} | backend", client(c)),
+            Self::PartitionToBackend(c) => write!(f, "partition {} -> backend", client(c)),
+            Self::PartitionFromBackend(c) => write!(f, "partition backend -> {}", client(c)),
+            Self::Repair(c) => write!(f, "repair {}", client(c)),
+            Self::Pause(c, n) => write!(f, "pause {} for {}", client(c), tenths(n)),
+            Self::Drift(c, d) => write!(f, "drift {} {:+.3}", client(c), f64::from(d) / 1000.0),
+            Self::Crash(c) => write!(f, "crash {}", client(c)),
+            Self::Restart(c) => write!(f, "restart {}", client(c)),
+            Self::RestartBackend(lose) => {
+                write!(
+                    f,
+                    "restart backend{}",
+                    if lose { " losing state" } else { "" }
+                )
+            }
+        }
+    }
+}
+
+/// What the generator needs to know to keep a sequence valid.
+#[derive(Debug, Clone)]
+pub(crate) struct RefState {
+    pub(crate) clients: usize,
+    pub(crate) crashed: BTreeSet<usize>,
+    pub(crate) cut: BTreeSet<usize>,
+    /// Whether the backend may lose its state (only one with a quarantine survives it).
+    pub(crate) state_loss: bool,
+}
+
+pub(crate) struct Reference;
+
+impl ReferenceStateMachine for Reference {
+    type State = RefState;
+    type Transition = Op;
+
+    fn init_state() -> BoxedStrategy<RefState> {
+        let (clients, state_loss) = super::sut::shape();
+        Just(RefState {
+            clients,
+            crashed: BTreeSet::new(),
+            cut: BTreeSet::new(),
+            state_loss,
+        })
+        .boxed()
+    }
+
+    fn transitions(state: &RefState) -> BoxedStrategy<Op> {
+        let n = state.clients;
+        let every = 0..n;
+        let mut choices: Vec<(u32, BoxedStrategy<Op>)> = vec![
+            (6, every.clone().prop_map(Op::Lock).boxed()),
+            (2, every.clone().prop_map(Op::TryLock).boxed()),
+            (4, every.clone().prop_map(Op::Unlock).boxed()),
+            (3, every.clone().prop_map(Op::Write).boxed()),
+            (5, (1..=30_u16).prop_map(Op::Advance).boxed()),
+            (
+                1,
+                (every.clone(), 1..=30_u16)
+                    .prop_map(|(c, t)| Op::Pause(c, t))
+                    .boxed(),
+            ),
+            (
+                1,
+                (every.clone(), -9..=9_i8)
+                    .prop_map(|(c, d)| Op::Drift(c, d))
+                    .boxed(),
+            ),
+            (1, Just(Op::RestartBackend(false)).boxed()),
+        ];
+        if state.state_loss {
+            choices.push((1, Just(Op::RestartBackend(true)).boxed()));
+        }
+        let up: Vec<usize> = (0..n).filter(|c| !state.crashed.contains(c)).collect();
+        let whole: Vec<usize> = (0..n).filter(|c| !state.cut.contains(c)).collect();
+        let cut: Vec<usize> = state.cut.iter().copied().collect();
+        let crashed: Vec<usize> = state.crashed.iter().copied().collect();
+        if !whole.is_empty() {
+            let pick = proptest::sample::select(whole);
+            choices.push((1, pick.clone().prop_map(Op::Partition).boxed()));
+            choices.push((1, pick.clone().prop_map(Op::PartitionToBackend).boxed()));
+            choices.push((1, pick.prop_map(Op::PartitionFromBackend).boxed()));
+        }
+        if !cut.is_empty() {
+            choices.push((
+                3,
+                proptest::sample::select(cut).prop_map(Op::Repair).boxed(),
+            ));
+        }
+        if !up.is_empty() {
+            choices.push((1, proptest::sample::select(up).prop_map(Op::Crash).boxed()));
+        }
+        if !crashed.is_empty() {
+            choices.push((
+                3,
+                proptest::sample::select(crashed)
+                    .prop_map(Op::Restart)
+                    .boxed(),
+            ));
+        }
+        Union::new_weighted(choices).boxed()
+    }
+
+    fn preconditions(state: &RefState, op: &Op) -> bool {
+        match *op {
+            Op::Partition(c) | Op::PartitionToBackend(c) | Op::PartitionFromBackend(c) => {
+                !state.cut.contains(&c)
+            }
+            Op::Repair(c) => state.cut.contains(&c),
+            Op::Crash(c) => !state.crashed.contains(&c),
+            Op::Restart(c) => state.crashed.contains(&c),
+            Op::RestartBackend(lose) => !lose || state.state_loss,
+            _ => true,
+        }
+    }
+
+    fn apply(mut state: RefState, op: &Op) -> RefState {
+        match *op {
+            Op::Partition(c) | Op::PartitionToBackend(c) | Op::PartitionFromBackend(c) => {
+                state.cut.insert(c);
+            }
+            Op::Repair(c) => {
+                state.cut.remove(&c);
+            }
+            Op::Crash(c) => {
+                state.crashed.insert(c);
+            }
+            Op::Restart(c) => {
+                state.crashed.remove(&c);
+            }
+            _ => {}
+        }
+        state
+    }
+}

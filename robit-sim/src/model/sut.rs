@@ -1,0 +1,246 @@
+//! The system under test: a simulated world driven one operation at a time.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use proptest_state_machine::StateMachineTest;
+
+use super::ops::{RefState, Reference};
+use super::{ModelConfig, Op, SETTLE};
+use crate::scenario::{Action, Fault, Target};
+use crate::world::{Applied, Command, SimWorld};
+use crate::{CheckConfig, EventKind, Promise, Violation, check};
+
+thread_local! {
+    /// The configuration of the model check running on this thread: proptest's
+    /// state-machine hooks are plain functions, so this is how they find it.
+    static CONFIG: RefCell<Option<ModelConfig>> = const { RefCell::new(None) };
+}
+
+pub(super) fn install(config: &ModelConfig) {
+    CONFIG.with(|slot| *slot.borrow_mut() = Some(config.clone()));
+}
+
+pub(super) fn uninstall() {
+    CONFIG.with(|slot| *slot.borrow_mut() = None);
+}
+
+fn config() -> ModelConfig {
+    CONFIG
+        .with(|slot| slot.borrow().clone())
+        .unwrap_or_else(ModelConfig::local)
+}
+
+/// The number of clients, and whether the backend may lose its state.
+pub(super) fn shape() -> (usize, bool) {
+    let config = config();
+    let state_loss = config.world.backend() == crate::Backend::Redis;
+    (config.world.clients.len(), state_loss)
+}
+
+pub(crate) struct Sut {
+    world: SimWorld<'static>,
+    config: ModelConfig,
+    partitions: BTreeMap<usize, Applied>,
+    crashes: BTreeMap<usize, Applied>,
+    /// Pauses still to be undone: (when, the pause).
+    ends: Vec<(Duration, Applied)>,
+    /// Every pause: (client, from, to). A paused client's clock stopped, which is
+    /// outside P1 and P2's hypothesis (drift within the bound).
+    paused: Vec<(String, Duration, Duration)>,
+}
+
+fn name(client: usize) -> String {
+    format!("c{}", client + 1)
+}
+
+impl Sut {
+    fn fault(&mut self, length: Option<Duration>, action: Action) -> Applied {
+        let fault = Fault {
+            at: self.world.now(),
+            length,
+            action,
+        };
+        self.world.start(&fault)
+    }
+
+    fn advance(&mut self, length: Duration) {
+        let until = self.world.now() + length;
+        while self.world.now() < until {
+            let now = self.world.now();
+            let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.ends)
+                .into_iter()
+                .partition(|(at, _)| *at <= now);
+            self.ends = later;
+            for (_, applied) in due {
+                self.world.end(&applied);
+            }
+            if let Err(error) = self.world.step() {
+                panic!("{error}");
+            }
+        }
+    }
+
+    fn excused(&self, violation: &Violation) -> bool {
+        if !matches!(
+            violation.promise,
+            Promise::MutualExclusion | Promise::EarlyLoss
+        ) {
+            return false;
+        }
+        let ttl = self.config.world.lock.ttl;
+        let from = violation
+            .instants
+            .first()
+            .copied()
+            .unwrap_or_default()
+            .saturating_sub(ttl);
+        let to = violation.instants.last().copied().unwrap_or_default();
+        self.paused.iter().any(|(who, start, end)| {
+            violation.clients.contains(who) && *start <= to && *end >= from
+        })
+    }
+
+    fn violations(&self, promises: &[Promise]) -> Vec<Violation> {
+        let config = CheckConfig::new(self.config.world.lock.ttl, self.world.now());
+        check(self.world.history(), &config, promises)
+            .into_iter()
+            .filter(|violation| !self.excused(violation))
+            .collect()
+    }
+}
+
+pub(crate) struct ModelTest;
+
+impl StateMachineTest for ModelTest {
+    type SystemUnderTest = Sut;
+    type Reference = Reference;
+
+    fn init_test(_: &RefState) -> Sut {
+        let config = config();
+        let world = SimWorld::new(&config.world, 1, true);
+        Sut {
+            world,
+            config,
+            partitions: BTreeMap::new(),
+            crashes: BTreeMap::new(),
+            ends: Vec::new(),
+            paused: Vec::new(),
+        }
+    }
+
+    fn apply(mut sut: Sut, _: &RefState, op: Op) -> Sut {
+        let client = |c: usize| Target::Client(name(c));
+        match op {
+            Op::Lock(c) => sut.world.send(&name(c), Command::Lock { try_only: false }),
+            Op::TryLock(c) => sut.world.send(&name(c), Command::Lock { try_only: true }),
+            Op::Unlock(c) => sut.world.send(&name(c), Command::Unlock),
+            Op::Write(c) => sut.world.send(&name(c), Command::Write),
+            Op::Advance(tenths) => sut.advance(Duration::from_millis(100) * u32::from(tenths)),
+            Op::Partition(c) => {
+                let applied = sut.fault(None, Action::Partition(client(c), Target::Backend));
+                sut.partitions.insert(c, applied);
+            }
+            Op::PartitionToBackend(c) => {
+                let action = Action::PartitionOneway {
+                    from: client(c),
+                    to: Target::Backend,
+                };
+                let applied = sut.fault(None, action);
+                sut.partitions.insert(c, applied);
+            }
+            Op::PartitionFromBackend(c) => {
+                let action = Action::PartitionOneway {
+                    from: Target::Backend,
+                    to: client(c),
+                };
+                let applied = sut.fault(None, action);
+                sut.partitions.insert(c, applied);
+            }
+            Op::Repair(c) => {
+                if let Some(applied) = sut.partitions.remove(&c) {
+                    sut.world.end(&applied);
+                }
+            }
+            Op::Pause(c, tenths) => {
+                let length = Duration::from_millis(100) * u32::from(tenths);
+                let now = sut.world.now();
+                let applied = sut.fault(Some(length), Action::Pause(client(c)));
+                sut.ends.push((now + length, applied));
+                sut.paused.push((name(c), now, now + length));
+            }
+            Op::Drift(c, thousandths) => {
+                sut.fault(
+                    None,
+                    Action::Drift(client(c), f64::from(thousandths) / 1000.0),
+                );
+            }
+            Op::Crash(c) => {
+                let applied = sut.fault(None, Action::Crash(client(c)));
+                sut.crashes.insert(c, applied);
+            }
+            Op::Restart(c) => {
+                if let Some(applied) = sut.crashes.remove(&c) {
+                    sut.world.end(&applied);
+                }
+            }
+            Op::RestartBackend(lose_state) => {
+                sut.fault(None, Action::BackendRestart { lose_state });
+            }
+        }
+        sut.advance(SETTLE);
+        sut
+    }
+
+    fn check_invariants(sut: &Sut, _: &RefState) {
+        let safety = [
+            Promise::MutualExclusion,
+            Promise::EarlyLoss,
+            Promise::Fencing,
+            Promise::SafeRelease,
+        ];
+        let violations = sut.violations(&safety);
+        if let Some(first) = violations.first() {
+            panic!("{first} ({} violation(s) in all)", violations.len());
+        }
+    }
+
+    fn teardown(mut sut: Sut, state: RefState) {
+        // Heal everything, let every client ask for the lock, and expect someone to get
+        // it within the liveness bound of the last ask (P5).
+        for applied in std::mem::take(&mut sut.partitions).into_values() {
+            sut.world.end(&applied);
+        }
+        for applied in std::mem::take(&mut sut.crashes).into_values() {
+            sut.world.end(&applied);
+        }
+        let ttl = sut.config.world.lock.ttl;
+        sut.advance(ttl * 4);
+        let healed = sut.world.now();
+        for c in 0..state.clients {
+            sut.world.send(&name(c), Command::Unlock);
+            sut.world.send(&name(c), Command::Lock { try_only: false });
+        }
+        sut.advance(ttl * 3);
+        let acquired =
+            sut.world.history().events().iter().any(|event| {
+                event.at >= healed && matches!(event.kind, EventKind::Acquired { .. })
+            });
+        assert!(
+            acquired,
+            "P5 (liveness): every fault healed at {:.3}s, every client asked for the lock, and none got it within {:?}",
+            healed.as_secs_f64(),
+            ttl * 3
+        );
+        Self::check_invariants(&sut, &state);
+    }
+}
+
+impl std::fmt::Debug for Sut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sut")
+            .field("now", &self.world.now())
+            .finish_non_exhaustive()
+    }
+}

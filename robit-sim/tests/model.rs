@@ -1,0 +1,20 @@
+//! Model checking: random sequences of lock, try-lock, unlock, writes, time passing,
+//! partitions (both ways and one way) and repairs, pauses, drift, client crashes and
+//! restarts and backend restarts, each against a fresh simulated world, with the safety
+//! promises checked after every step and liveness at the end.
+//!
+//! `ROBIT_MODEL_CASES` raises the number of sequences (default 24). A failure is shrunk,
+//! saved under `proptest-regressions/` (replayed first on the next run), and printed
+//! with its minimal sequence.
+
+use robit_sim::{ModelConfig, check_model};
+
+#[test]
+fn random_operation_sequences_keep_the_promises_over_the_local_driver() {
+    let config = ModelConfig::local()
+        .regressions("proptest-regressions/model-local.txt")
+        .replay_command("cargo test -p robit-sim --test model -- local");
+    if let Err(failure) = check_model(&config) {
+        panic!("{failure}");
+    }
+}
