@@ -7,6 +7,7 @@
 mod batch;
 mod check;
 mod clock;
+pub mod conformance;
 mod history;
 mod model;
 mod remote;
@@ -18,6 +19,6 @@ pub use self::check::{CheckConfig, Promise, UnknownPromise, Violation, check};
 pub use self::clock::{SimClock, true_now};
 pub use self::history::{Event, EventKind, History};
 pub use self::model::{ModelConfig, ModelFailure, Op, check_model};
-pub use self::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
+pub use self::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, serve_driver};
 pub use self::scenario::{Backend, Scenario, ScenarioError};
-pub use self::world::{Run, RunError, Verdict, run};
+pub use self::world::{Run, RunError, Verdict, run, run_driver};

@@ -61,6 +61,46 @@ impl BackendLog {
     }
 }
 
+/// Builds the driver a simulated backend host serves, given that host's clock: robit's
+/// local driver, or the driver of a conformance suite's user.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::DriverFactory;
+/// use std::sync::Arc;
+///
+/// let local = DriverFactory::new(|clock| robit::LocalDriver::with_clock(Arc::new(clock)));
+/// # let _ = local;
+/// ```
+#[derive(Clone)]
+pub struct DriverFactory(Arc<dyn Fn(SimClock) -> Arc<dyn Driver> + Send + Sync>);
+
+impl DriverFactory {
+    /// A factory from a function of the backend host's clock.
+    pub fn new<D: Driver>(build: impl Fn(SimClock) -> D + Send + Sync + 'static) -> Self {
+        Self(Arc::new(move |clock| {
+            Arc::new(build(clock)) as Arc<dyn Driver>
+        }))
+    }
+
+    /// robit's local driver, on the backend host's clock.
+    pub fn local() -> Self {
+        Self::new(|clock| robit::LocalDriver::with_clock(Arc::new(clock)))
+    }
+
+    /// A fresh driver, empty, on `clock`.
+    pub fn build(&self, clock: SimClock) -> Arc<dyn Driver> {
+        (self.0)(clock)
+    }
+}
+
+impl std::fmt::Debug for DriverFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DriverFactory")
+    }
+}
+
 /// The state a served driver keeps: its leases by id. It outlives a restart of the
 /// backend host unless the restart loses state.
 #[derive(Clone)]

@@ -20,7 +20,7 @@ use proptest_state_machine::{ReferenceStateMachine, StateMachineTest};
 pub use self::ops::Op;
 use self::ops::Reference;
 use self::sut::ModelTest;
-use crate::Scenario;
+use crate::{DriverFactory, Scenario};
 
 /// How a model-checking run is set up.
 ///
@@ -39,6 +39,7 @@ pub struct ModelConfig {
     pub(crate) max_ops: usize,
     pub(crate) regressions: Option<&'static str>,
     pub(crate) replay: String,
+    pub(crate) driver: Option<DriverFactory>,
 }
 
 /// The world every model run starts from: three clients, a 1 s TTL.
@@ -74,7 +75,17 @@ impl ModelConfig {
             max_ops: 40,
             regressions: None,
             replay: "cargo test -p robit-sim --test model".to_owned(),
+            driver: None,
         }
+    }
+
+    /// Three clients over the driver `driver` builds, served over the simulated network
+    /// (the conformance suite's model check). The backend keeps its state across
+    /// restarts: a served in-memory driver cannot survive losing it.
+    pub fn driver(driver: DriverFactory) -> Self {
+        let mut config = Self::local();
+        config.driver = Some(driver);
+        config
     }
 
     /// How many random sequences to try (default: `ROBIT_MODEL_CASES`, or 24).

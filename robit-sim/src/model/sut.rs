@@ -35,7 +35,7 @@ fn config() -> ModelConfig {
 /// The number of clients, and whether the backend may lose its state.
 pub(super) fn shape() -> (usize, bool) {
     let config = config();
-    let state_loss = config.world.backend() == crate::Backend::Redis;
+    let state_loss = config.driver.is_none() && config.world.backend() == crate::Backend::Redis;
     (config.world.clients.len(), state_loss)
 }
 
@@ -119,7 +119,7 @@ impl StateMachineTest for ModelTest {
 
     fn init_test(_: &RefState) -> Sut {
         let config = config();
-        let world = SimWorld::new(&config.world, 1, true);
+        let world = SimWorld::new(&config.world, 1, true, config.driver.as_ref());
         Sut {
             world,
             config,

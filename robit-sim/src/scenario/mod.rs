@@ -130,6 +130,17 @@ impl Scenario {
             .collect()
     }
 
+    /// Whether the scenario restarts or crashes the backend so that it loses its data.
+    pub fn loses_backend_state(&self) -> bool {
+        self.faults.iter().any(|fault| {
+            matches!(
+                fault.action,
+                Action::BackendCrash { lose_state: true }
+                    | Action::BackendRestart { lose_state: true }
+            )
+        })
+    }
+
     /// The backend the clients lock through.
     pub fn backend(&self) -> Backend {
         self.backend

@@ -12,7 +12,7 @@ pub(crate) use self::client::Command;
 pub(crate) use self::faults::Applied;
 pub(crate) use self::sim::SimWorld;
 pub use self::verdict::Verdict;
-use crate::{CheckConfig, History, Scenario, Violation, check};
+use crate::{CheckConfig, DriverFactory, History, Scenario, Violation, check};
 
 pub(crate) const BACKEND: &str = "backend";
 
@@ -65,7 +65,26 @@ pub enum RunError {
 ///
 /// [`RunError`] if a host's software fails or the simulator stops.
 pub fn run(scenario: &Scenario, seed: u64) -> Result<Run, RunError> {
-    let mut world = SimWorld::new(scenario, seed, false);
+    run_with(scenario, seed, None)
+}
+
+/// Runs `scenario` with `seed`, its backend serving the driver `driver` builds instead
+/// of the scenario's own (the conformance suite's way of putting a new driver through
+/// every scenario).
+///
+/// # Errors
+///
+/// [`RunError`] if a host's software fails or the simulator stops.
+pub fn run_driver(scenario: &Scenario, seed: u64, driver: &DriverFactory) -> Result<Run, RunError> {
+    run_with(scenario, seed, Some(driver))
+}
+
+fn run_with(
+    scenario: &Scenario,
+    seed: u64,
+    driver: Option<&DriverFactory>,
+) -> Result<Run, RunError> {
+    let mut world = SimWorld::new(scenario, seed, false, driver);
     // The schedule: (instant, order, fault index, started fault to undo).
     let mut schedule: Vec<(Duration, usize, usize, Option<Applied>)> = scenario
         .faults

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
-use robit::{FenceGate, LocalDriver};
+use robit::FenceGate;
 use tokio::sync::mpsc::UnboundedSender;
 use turmoil::Sim;
 
 use super::client::{ClientHost, Command, Software};
 use super::faults::{self, Applied, Hosts};
 use super::{BACKEND, RunError, storage};
-use crate::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
+use crate::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, serve_driver};
 use crate::scenario::{Backend, Fault};
 use crate::{History, Scenario, SimClock};
 
@@ -28,6 +28,7 @@ struct Handles {
     clients: Vec<String>,
     clocks: BTreeMap<String, SimClock>,
     served: Rc<RefCell<ServedDriver>>,
+    factory: DriverFactory,
     backend_clock: SimClock,
     seed: u64,
     /// How many times the backend lost its state.
@@ -49,7 +50,8 @@ impl Hosts for Handles {
 
     fn lose_backend_state(&mut self) {
         self.boots += 1;
-        *self.served.borrow_mut() = local_backend(&self.backend_clock, self.seed, self.boots);
+        *self.served.borrow_mut() =
+            served(&self.factory, &self.backend_clock, self.seed, self.boots);
     }
 
     fn drift_bound(&self) -> f64 {
@@ -57,9 +59,8 @@ impl Hosts for Handles {
     }
 }
 
-fn local_backend(clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
-    let driver = LocalDriver::with_clock(Arc::new(clock.clone()));
-    ServedDriver::new(Arc::new(driver), seed ^ u64::from(boot), boot)
+fn served(factory: &DriverFactory, clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
+    ServedDriver::new(factory.build(clock.clone()), seed ^ u64::from(boot), boot)
 }
 
 /// A running world built from a scenario.
@@ -75,13 +76,20 @@ pub(crate) struct SimWorld<'a> {
 impl SimWorld<'_> {
     /// Builds the world of `scenario` for `seed`, with every client running the
     /// scenario's workload, or (with `commanded`) obeying [`send`](Self::send).
-    pub(crate) fn new(scenario: &Scenario, seed: u64, commanded: bool) -> Self {
+    pub(crate) fn new(
+        scenario: &Scenario,
+        seed: u64,
+        commanded: bool,
+        driver: Option<&DriverFactory>,
+    ) -> Self {
         let history = History::new();
         let backend_clock = SimClock::new();
+        let factory = driver.cloned().unwrap_or_else(DriverFactory::local);
         let handles = Handles {
             clients: scenario.client_names(),
             clocks: BTreeMap::new(),
-            served: Rc::new(RefCell::new(local_backend(&backend_clock, seed, 0))),
+            served: Rc::new(RefCell::new(served(&factory, &backend_clock, seed, 0))),
+            factory,
             backend_clock: backend_clock.clone(),
             seed,
             boots: 0,
