@@ -15,7 +15,7 @@ pub(crate) enum End {
     /// The client crashed.
     Crash,
     /// The run ended with the lease still believed in.
-    RunEnd,
+    StillHeld,
 }
 
 /// One lease, as its client saw it.
@@ -81,7 +81,7 @@ impl Beliefs {
                         called,
                         start: event.at,
                         end,
-                        how: End::RunEnd,
+                        how: End::StillHeld,
                     });
                 }
                 EventKind::LockFailed { .. } => {
