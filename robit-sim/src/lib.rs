@@ -3,6 +3,8 @@
 //! robit-sim runs robit's mutex and drivers inside a turmoil simulation — per-host
 //! clocks with drift and pauses, partitions, latency, message loss, crashes and backend
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
+//!
+//! A run's [`Timeline`] shows it to a person, as text or as an SVG picture.
 
 mod batch;
 mod check;
@@ -10,6 +12,7 @@ mod clock;
 mod history;
 mod remote;
 mod scenario;
+mod timeline;
 mod world;
 
 pub use self::batch::{Outcome, load_scenarios, replay_command, run_batch};
@@ -18,4 +21,5 @@ pub use self::clock::{SimClock, true_now};
 pub use self::history::{Event, EventKind, History};
 pub use self::remote::{BackendLog, RemoteDriver, ServedDriver, serve_driver};
 pub use self::scenario::{Backend, Scenario, ScenarioError};
+pub use self::timeline::Timeline;
 pub use self::world::{Run, RunError, Verdict, run};
