@@ -4,7 +4,10 @@
 //! clocks with drift and pauses, partitions, latency, message loss, crashes and backend
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
 //!
-//! A run's [`Timeline`] shows it to a person, as text or as an SVG picture.
+//! The `robit-sim` command runs scenarios across seeds and replays one run as a
+//! [`Timeline`] (text, or an SVG picture); [`cli`] is that command.
+
+pub mod cli;
 
 mod batch;
 mod check;
