@@ -205,6 +205,50 @@ fn a_failing_run_exits_one_with_its_replay_command_and_timeline() {
 }
 
 #[test]
+fn many_seeds_run_in_chunks_and_are_reported_in_seed_order() {
+    let dir = TempDir::new().unwrap();
+    scenario(&dir, "impossible.toml", &impossible_expectation());
+    scenario(&dir, "healthy.toml", HEALTHY);
+    let run = robit_sim(
+        dir.path(),
+        &[
+            "run",
+            "impossible.toml",
+            "healthy.toml",
+            "--seeds",
+            "70",
+            "--threads",
+            "2",
+        ],
+    );
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("70 failing run(s):"));
+    let seeds: Vec<u64> = run
+        .stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("healthy pair (impossible.toml), seed "))
+        .map(|seed| seed.parse().unwrap())
+        .collect();
+    assert_eq!(seeds, (1..=70).collect::<Vec<_>>());
+    let rows: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().take(4).collect::<Vec<_>>())
+        .filter(|row| {
+            ["impossible", "healthy"].contains(&row[..].first().copied().unwrap_or_default())
+                && row.get(1).is_some_and(|runs| runs.parse::<u64>().is_ok())
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ["impossible", "70", "0", "70"],
+            ["healthy", "70", "70", "0"]
+        ]
+    );
+}
+
+#[test]
 fn replay_prints_the_events_in_order_and_the_verdict() {
     let dir = TempDir::new().unwrap();
     scenario(&dir, "partitioned.toml", PARTITIONED);

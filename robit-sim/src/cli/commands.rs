@@ -8,8 +8,9 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::args::DEFAULT_DIR;
-use super::{CliError, ReplayArgs, RunArgs, Status, emit, report};
-use crate::{Outcome, Scenario, ScenarioError, Timeline, load_scenarios, run_batch};
+use super::report::{self, Summary};
+use super::{CliError, ReplayArgs, RunArgs, Status, emit};
+use crate::{Scenario, ScenarioError, Timeline, load_scenarios, run_batch};
 
 /// The scenarios in `paths` (or the default directory), each path checked first.
 fn scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
@@ -45,7 +46,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Status, CliErro
     let scenarios = scenarios(&args.paths)?;
     let last = args
         .first_seed
-        .checked_add(args.seeds - 1)
+        .checked_add(args.seeds.saturating_sub(1))
         .ok_or(CliError::SeedOverflow {
             first: args.first_seed,
             seeds: args.seeds,
@@ -53,7 +54,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Status, CliErro
     if let Some(dir) = &args.timeline {
         std::fs::create_dir_all(dir).map_err(CliError::write(dir))?;
     }
-    let runs = scenarios.len() as u64 * args.seeds;
+    let runs = (scenarios.len() as u64).saturating_mul(args.seeds);
     let threads = args
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
@@ -68,46 +69,66 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Status, CliErro
             args.first_seed
         ),
     )?;
+    // Runs go in chunks of seeds, each summed up when it ends: a long batch keeps what
+    // it reports, not every run's history. A chunk gives every thread plenty to do.
+    let chunk = (threads as u64 * 16)
+        .max(64)
+        .div_ceil(scenarios.len() as u64)
+        .max(1);
     let bar = progress_bar(runs);
-    let outcomes = run_batch(scenarios, args.first_seed..=last, threads, |outcome| {
-        if !outcome.passed() {
-            bar.set_message(format!(
-                "failed: {} seed {}",
-                report::short_name(outcome.scenario.file()),
-                outcome.seed
-            ));
-        }
-        bar.inc(1);
-    });
-    bar.finish_and_clear();
-
-    let mut timelines = Vec::new();
+    let mut summaries: Vec<(usize, Summary)> = Vec::new();
     let mut write_error = None;
-    if let Some(dir) = &args.timeline {
-        for outcome in outcomes.iter().filter(|outcome| !outcome.passed()) {
-            let Ok(run) = &outcome.run else {
-                continue;
-            };
-            let path = dir.join(format!(
-                "{}-seed-{}.svg",
-                report::short_name(outcome.scenario.file()),
-                outcome.seed
-            ));
-            let svg = Timeline::of_run(&outcome.scenario, run).svg();
-            match std::fs::write(&path, svg) {
-                Ok(()) => timelines.push((outcome.seed, outcome.scenario.file(), path)),
-                Err(source) => {
-                    write_error.get_or_insert(CliError::Write { path, source });
-                }
+    let mut first = args.first_seed;
+    loop {
+        let chunk_last = first.saturating_add(chunk - 1).min(last);
+        let seeds_in_chunk = usize::try_from(chunk_last - first + 1).unwrap_or(usize::MAX);
+        let outcomes = run_batch(scenarios.clone(), first..=chunk_last, threads, |outcome| {
+            if !outcome.passed() {
+                bar.set_message(format!(
+                    "failed: {} seed {}",
+                    report::short_name(outcome.scenario.file()),
+                    outcome.seed
+                ));
             }
+            bar.inc(1);
+        });
+        for (index, outcome) in outcomes.iter().enumerate() {
+            let timeline = match (&args.timeline, &outcome.run) {
+                (Some(dir), Ok(run)) if !outcome.passed() => {
+                    let path = dir.join(format!(
+                        "{}-seed-{}.svg",
+                        report::short_name(outcome.scenario.file()),
+                        outcome.seed
+                    ));
+                    let svg = Timeline::of_run(&outcome.scenario, run).svg();
+                    match std::fs::write(&path, svg) {
+                        Ok(()) => Some(path),
+                        Err(source) => {
+                            write_error.get_or_insert(CliError::Write { path, source });
+                            None
+                        }
+                    }
+                }
+                _ => None,
+            };
+            // Outcomes come in (scenario, seed) order.
+            summaries.push((index / seeds_in_chunk, Summary::new(outcome, timeline)));
         }
+        if chunk_last == last {
+            break;
+        }
+        first = chunk_last + 1;
     }
-    emit(out, &report::table(&outcomes))?;
-    emit(out, &report::failures(&outcomes, &timelines))?;
+    bar.finish_and_clear();
+    summaries.sort_by_key(|(scenario, summary)| (*scenario, summary.seed()));
+    let summaries: Vec<Summary> = summaries.into_iter().map(|(_, summary)| summary).collect();
+
+    emit(out, &report::table(&summaries))?;
+    emit(out, &report::failures(&summaries))?;
     if let Some(error) = write_error {
         return Err(error);
     }
-    Ok(if outcomes.iter().all(Outcome::passed) {
+    Ok(if summaries.iter().all(Summary::passed) {
         Status::Passed
     } else {
         Status::Failed

@@ -1,4 +1,7 @@
 //! What `robit-sim run` prints: the verdict table, then the failing runs.
+//!
+//! Runs are summed up as they finish ([`Summary`]): a long batch keeps what it prints,
+//! not every run's history.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,6 +21,71 @@ pub(super) fn short_name(file: &Path) -> String {
     )
 }
 
+/// One run, as the report needs it.
+pub(super) struct Summary {
+    file: PathBuf,
+    seed: u64,
+    elapsed: Duration,
+    /// The promises the scenario expects broken, each with whether this run broke it.
+    expected: Vec<(Promise, bool)>,
+    /// What to say about the run if it failed.
+    failure: Option<Failure>,
+}
+
+/// A failing run, as printed.
+struct Failure {
+    name: String,
+    verdict: String,
+    violations: Vec<String>,
+    more: usize,
+    replay: String,
+    timeline: Option<PathBuf>,
+}
+
+impl Summary {
+    /// Sums up `outcome`; `timeline` is where its SVG timeline was written, if it was.
+    pub(super) fn new(outcome: &Outcome, timeline: Option<PathBuf>) -> Self {
+        let scenario = &outcome.scenario;
+        let violations = outcome.run.as_ref().map_or(&[][..], |run| &run.violations);
+        let failure = (!outcome.passed()).then(|| Failure {
+            name: scenario.name().to_owned(),
+            verdict: match &outcome.run {
+                Ok(run) => run.verdict.to_string(),
+                Err(error) => format!("FAIL: {error}"),
+            },
+            violations: violations
+                .iter()
+                .take(VIOLATIONS_SHOWN)
+                .map(ToString::to_string)
+                .collect(),
+            more: violations.len().saturating_sub(VIOLATIONS_SHOWN),
+            replay: outcome.replay_command(),
+            timeline,
+        });
+        Self {
+            file: scenario.file().to_path_buf(),
+            seed: outcome.seed,
+            elapsed: outcome.elapsed,
+            expected: scenario
+                .expected_violations()
+                .iter()
+                .map(|promise| (*promise, violations.iter().any(|v| v.promise == *promise)))
+                .collect(),
+            failure,
+        }
+    }
+
+    /// Whether the run passed.
+    pub(super) fn passed(&self) -> bool {
+        self.failure.is_none()
+    }
+
+    /// The run's seed.
+    pub(super) fn seed(&self) -> u64 {
+        self.seed
+    }
+}
+
 /// One row of the table: a scenario's runs, summed up.
 #[derive(Default)]
 struct Row {
@@ -32,36 +100,23 @@ fn seconds(elapsed: Duration) -> String {
     format!("{:.2}s", elapsed.as_secs_f64())
 }
 
-/// The verdict table: one row per scenario, in the order they ran, and a total.
-pub(super) fn table(outcomes: &[Outcome]) -> String {
+/// The verdict table: one row per scenario, in the order they first appear, and a
+/// total.
+pub(super) fn table(runs: &[Summary]) -> String {
     let mut order: Vec<&Path> = Vec::new();
     let mut rows: BTreeMap<&Path, Row> = BTreeMap::new();
-    for outcome in outcomes {
-        let file = outcome.scenario.file();
-        let row = rows.entry(file).or_insert_with(|| {
-            order.push(file);
-            Row {
-                expected: outcome
-                    .scenario
-                    .expected_violations()
-                    .iter()
-                    .map(|promise| (*promise, 0))
-                    .collect(),
-                ..Row::default()
-            }
+    for run in runs {
+        let row = rows.entry(&run.file).or_insert_with(|| {
+            order.push(&run.file);
+            Row::default()
         });
         row.runs += 1;
-        row.passed += usize::from(outcome.passed());
-        if let Ok(run) = &outcome.run {
-            for (promise, seen) in &mut row.expected {
-                *seen += usize::from(run.violations.iter().any(|v| v.promise == *promise));
-            }
+        row.passed += usize::from(run.passed());
+        for (promise, seen) in &run.expected {
+            *row.expected.entry(*promise).or_default() += usize::from(*seen);
         }
-        if row
-            .slowest
-            .is_none_or(|(slowest, _)| outcome.elapsed > slowest)
-        {
-            row.slowest = Some((outcome.elapsed, outcome.seed));
+        if row.slowest.is_none_or(|(slowest, _)| run.elapsed > slowest) {
+            row.slowest = Some((run.elapsed, run.seed));
         }
     }
     // Scenario files with the same name in different directories go by their path.
@@ -111,17 +166,17 @@ pub(super) fn table(outcomes: &[Outcome]) -> String {
             ]
         })
         .collect();
-    let passed = outcomes.iter().filter(|outcome| outcome.passed()).count();
+    let passed = runs.iter().filter(|run| run.passed()).count();
     cells.push([
         "total".to_owned(),
-        outcomes.len().to_string(),
+        runs.len().to_string(),
         passed.to_string(),
-        (outcomes.len() - passed).to_string(),
+        (runs.len() - passed).to_string(),
         String::new(),
-        outcomes
-            .iter()
-            .max_by_key(|outcome| outcome.elapsed)
-            .map_or_else(String::new, |outcome| seconds(outcome.elapsed)),
+        runs.iter()
+            .map(|run| run.elapsed)
+            .max()
+            .map_or_else(String::new, seconds),
     ]);
     let mut widths = header.map(str::len);
     for row in &cells {
@@ -141,14 +196,15 @@ pub(super) fn table(outcomes: &[Outcome]) -> String {
         }
         format!("{}\n", text.trim_end())
     };
+    let rule = widths.map(|width| "-".repeat(width));
+    let rule = line(rule.each_ref().map(String::as_str));
     let mut out = String::from("\n");
     out.push_str(&line(header));
-    let rule = widths.map(|width| "-".repeat(width));
-    out.push_str(&line(rule.each_ref().map(String::as_str)));
+    out.push_str(&rule);
     let count = cells.len();
     for (index, row) in cells.iter().enumerate() {
         if index + 1 == count {
-            out.push_str(&line(rule.each_ref().map(String::as_str)));
+            out.push_str(&rule);
         }
         out.push_str(&line(row.each_ref().map(String::as_str)));
     }
@@ -156,49 +212,35 @@ pub(super) fn table(outcomes: &[Outcome]) -> String {
 }
 
 /// Every failing run: its seed, verdict, first violations and replay command, and its
-/// SVG timeline if one was written (`timelines`: seed, scenario file, SVG path).
-pub(super) fn failures(outcomes: &[Outcome], timelines: &[(u64, &Path, PathBuf)]) -> String {
-    let failed: Vec<&Outcome> = outcomes
+/// SVG timeline if one was written.
+pub(super) fn failures(runs: &[Summary]) -> String {
+    let failed: Vec<(&Summary, &Failure)> = runs
         .iter()
-        .filter(|outcome| !outcome.passed())
+        .filter_map(|run| run.failure.as_ref().map(|failure| (run, failure)))
         .collect();
     let mut out = String::new();
     if failed.is_empty() {
-        let _ = writeln!(out, "\nall {} runs passed", outcomes.len());
+        let _ = writeln!(out, "\nall {} runs passed", runs.len());
         return out;
     }
     let _ = writeln!(out, "\n{} failing run(s):", failed.len());
-    for outcome in failed {
+    for (run, failure) in failed {
         let _ = writeln!(
             out,
             "\n{} ({}), seed {}",
-            outcome.scenario.name(),
-            outcome.scenario.file().display(),
-            outcome.seed
+            failure.name,
+            run.file.display(),
+            run.seed
         );
-        match &outcome.run {
-            Ok(run) => {
-                let _ = writeln!(out, "  verdict: {}", run.verdict);
-                for violation in run.violations.iter().take(VIOLATIONS_SHOWN) {
-                    let _ = writeln!(out, "  - {violation}");
-                }
-                if run.violations.len() > VIOLATIONS_SHOWN {
-                    let _ = writeln!(
-                        out,
-                        "  … and {} more violation(s)",
-                        run.violations.len() - VIOLATIONS_SHOWN
-                    );
-                }
-            }
-            Err(error) => {
-                let _ = writeln!(out, "  verdict: FAIL: {error}");
-            }
+        let _ = writeln!(out, "  verdict: {}", failure.verdict);
+        for violation in &failure.violations {
+            let _ = writeln!(out, "  - {violation}");
         }
-        let _ = writeln!(out, "  replay: {}", outcome.replay_command());
-        if let Some((_, _, svg)) = timelines
-            .iter()
-            .find(|(seed, file, _)| *seed == outcome.seed && *file == outcome.scenario.file())
-        {
+        if failure.more > 0 {
+            let _ = writeln!(out, "  … and {} more violation(s)", failure.more);
+        }
+        let _ = writeln!(out, "  replay: {}", failure.replay);
+        if let Some(svg) = &failure.timeline {
             let _ = writeln!(out, "  timeline: {}", svg.display());
         }
     }

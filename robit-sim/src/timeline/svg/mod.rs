@@ -103,23 +103,33 @@ fn pack(extents: &[(f64, f64)], max_rows: usize) -> Vec<usize> {
 pub(super) fn render(timeline: &Timeline) -> String {
     let end = timeline.end.max(Duration::from_millis(1));
     let plot = WIDTH - LEFT - RIGHT;
-    let x = |at: Duration| LEFT + plot * (at.as_secs_f64() / end.as_secs_f64()).clamp(0.0, 1.0);
+    let at_seconds = |seconds: f64| LEFT + plot * (seconds / end.as_secs_f64()).clamp(0.0, 1.0);
+    let x = |at: Duration| at_seconds(at.as_secs_f64());
 
     let mut s = String::new();
     let header = if timeline.title.is_some() { 30.0 } else { 8.0 };
 
-    // Fault labels, packed on rows above the lanes.
+    // Fault labels, packed on rows above the lanes; a label that would run off the right
+    // edge ends there instead.
     let faults = timeline.faults();
+    let labels: Vec<f64> = faults
+        .iter()
+        .map(|fault| (x(fault.start) + 3.0).min(WIDTH - 4.0 - text_width(&fault.what)))
+        .collect();
     let extents: Vec<(f64, f64)> = faults
         .iter()
-        .map(|fault| {
+        .zip(&labels)
+        .map(|(fault, label)| {
             let start = x(fault.start);
             let stop = if fault.instant {
                 start
             } else {
                 x(fault.end.unwrap_or(end))
             };
-            (start, stop.max(start + text_width(&fault.what) + 8.0))
+            (
+                start.min(*label),
+                stop.max(label + text_width(&fault.what) + 5.0),
+            )
         })
         .collect();
     let rows = pack(&extents, MAX_FAULT_ROWS);
@@ -182,7 +192,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     let _ = writeln!(s, "<g class=\"axis\" stroke=\"#d0d0d0\">");
     for tick in 0..=ticks {
         let seconds = tick as f64 * step;
-        let at = x(Duration::from_secs_f64(seconds));
+        let at = at_seconds(seconds);
         let _ = writeln!(
             s,
             "<line x1=\"{at:.1}\" y1=\"{lanes_top:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\"/>\
@@ -195,7 +205,8 @@ pub(super) fn render(timeline: &Timeline) -> String {
     let _ = writeln!(s, "</g>");
 
     let _ = writeln!(s, "<g class=\"faults\">");
-    for ((fault, row), (start, _)) in faults.iter().zip(&rows).zip(&extents) {
+    for ((fault, row), label) in faults.iter().zip(&rows).zip(&labels) {
+        let start = x(fault.start);
         let row_top = faults_top + *row as f64 * FAULT_ROW;
         let what = escape(&fault.what);
         if fault.instant {
@@ -224,8 +235,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
         }
         let _ = writeln!(
             s,
-            "<text x=\"{:.1}\" y=\"{:.1}\">{what}</text>",
-            start + 3.0,
+            "<text x=\"{label:.1}\" y=\"{:.1}\">{what}</text>",
             row_top + 10.5
         );
     }
