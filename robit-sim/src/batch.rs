@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use crate::{Run, RunError, Scenario, ScenarioError, run};
 
@@ -55,6 +56,9 @@ pub struct Outcome {
     pub seed: u64,
     /// The run, or why it could not complete.
     pub run: Result<Run, RunError>,
+    /// How long the run took in real (wall-clock) time: measured around the run, it
+    /// plays no part in it.
+    pub elapsed: Duration,
 }
 
 impl Outcome {
@@ -118,10 +122,13 @@ pub fn run_batch(
                     let Some((scenario, seed)) = jobs.get(index) else {
                         break;
                     };
+                    let started = Instant::now();
+                    let run = run(scenario, *seed);
                     let outcome = Outcome {
                         scenario: Arc::clone(scenario),
                         seed: *seed,
-                        run: run(scenario, *seed),
+                        run,
+                        elapsed: started.elapsed(),
                     };
                     progress(&outcome);
                     results

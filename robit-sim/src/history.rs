@@ -61,6 +61,13 @@ pub enum EventKind {
         /// The lease being unlocked.
         lease: u64,
     },
+    /// The client found its guard no longer held (its validity deadline passed) and
+    /// dropped it: it stops believing it holds the lock, though no loss was signalled
+    /// yet.
+    Dropped {
+        /// The lease dropped.
+        lease: u64,
+    },
     /// `unlock()` returned.
     Unlocked {
         /// The lease.
@@ -137,12 +144,13 @@ pub enum EventKind {
 }
 
 /// Every [`EventKind::label`], for validating scenario files.
-pub(crate) const LABELS: [&str; 16] = [
+pub(crate) const LABELS: [&str; 17] = [
     "lock-called",
     "acquired",
     "lock-failed",
     "unlock-called",
     "unlocked",
+    "dropped",
     "lost",
     "write-sent",
     "write-accepted",
@@ -166,6 +174,7 @@ impl EventKind {
             Self::LockFailed { .. } => "lock-failed",
             Self::UnlockCalled { .. } => "unlock-called",
             Self::Unlocked { .. } => "unlocked",
+            Self::Dropped { .. } => "dropped",
             Self::Lost { .. } => "lost",
             Self::WriteSent { .. } => "write-sent",
             Self::WriteAccepted { .. } => "write-accepted",
@@ -200,6 +209,7 @@ impl fmt::Display for Event {
             EventKind::Unlocked { lease, outcome } => {
                 write!(f, "unlocked lease={lease} outcome={outcome:?}")
             }
+            EventKind::Dropped { lease } => write!(f, "dropped lease={lease}"),
             EventKind::Lost { lease, reason } => write!(f, "lost lease={lease} reason={reason:?}"),
             EventKind::WriteSent { lease, token } => {
                 write!(f, "write-sent lease={lease} token={token}")

@@ -3,6 +3,11 @@
 //! robit-sim runs robit's mutex and drivers inside a turmoil simulation — per-host
 //! clocks with drift and pauses, partitions, latency, message loss, crashes and backend
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
+//!
+//! The `robit-sim` command runs scenarios across seeds and replays one run as a
+//! [`Timeline`] (text, or an SVG picture); [`cli`] is that command.
+
+pub mod cli;
 
 mod batch;
 mod check;
@@ -12,6 +17,7 @@ mod history;
 mod model;
 mod remote;
 mod scenario;
+mod timeline;
 mod world;
 
 pub use self::batch::{Outcome, load_scenarios, replay_command, run_batch};
@@ -21,4 +27,5 @@ pub use self::history::{Event, EventKind, History};
 pub use self::model::{ModelConfig, ModelFailure, Op, check_model};
 pub use self::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, serve_driver};
 pub use self::scenario::{Backend, Scenario, ScenarioError};
+pub use self::timeline::Timeline;
 pub use self::world::{Run, RunError, Verdict, run, run_driver};

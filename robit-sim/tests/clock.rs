@@ -23,8 +23,8 @@ fn wake_time(clock: SimClock, local: Duration) -> Duration {
         Ok(())
     });
     sim.run().expect("the simulation runs");
-    let woke = woke.lock().expect("not poisoned").expect("the host woke");
-    woke
+    let reported = *woke.lock().expect("not poisoned");
+    reported.expect("the host woke")
 }
 
 #[test]

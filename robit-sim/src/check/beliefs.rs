@@ -15,7 +15,7 @@ pub(crate) enum End {
     /// The client crashed.
     Crash,
     /// The run ended with the lease still believed in.
-    RunEnd,
+    StillHeld,
 }
 
 /// One lease, as its client saw it.
@@ -81,7 +81,7 @@ impl Beliefs {
                         called,
                         start: event.at,
                         end,
-                        how: End::RunEnd,
+                        how: End::StillHeld,
                     });
                 }
                 EventKind::LockFailed { .. } => {
@@ -92,7 +92,7 @@ impl Beliefs {
                         });
                     }
                 }
-                EventKind::UnlockCalled { lease } => {
+                EventKind::UnlockCalled { lease } | EventKind::Dropped { lease } => {
                     out.close_lease(state, *lease, event.at, End::Unlock)
                 }
                 EventKind::Lost { lease, .. } => {

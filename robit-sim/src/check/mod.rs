@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::History;
 
-pub(crate) use self::beliefs::Beliefs;
+pub(crate) use self::beliefs::{Beliefs, End};
 
 /// One of the promises of the design brief.
 ///

@@ -111,7 +111,7 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> 
     };
     for event in events {
         match &event.kind {
-            EventKind::UnlockCalled { lease } => {
+            EventKind::UnlockCalled { lease } | EventKind::Dropped { lease } => {
                 unlocked.insert((&event.who, *lease), event.at);
             }
             EventKind::Lost { lease, .. } => {

@@ -178,10 +178,16 @@ impl ClientHost {
         Ok(())
     }
 
-    /// Unlocks `guard` if it is still held (a lost lease was already signalled).
+    /// Unlocks `guard` if it is still held; otherwise drops it, recording that the
+    /// client stopped believing in it (its loss may not have been signalled yet, if the
+    /// watchdog has not run since the deadline passed).
     async fn unlock(&self, guard: Guard, lease: u64) {
         let name = self.client.name.as_str();
-        if guard.is_held() {
+        if !guard.is_held() {
+            self.history.record(name, EventKind::Dropped { lease });
+            return;
+        }
+        {
             self.history.record(name, EventKind::UnlockCalled { lease });
             let outcome = match guard.unlock().await {
                 Ok(()) => "ok".to_owned(),

@@ -1,0 +1,177 @@
+//! The lanes: each client's waits, held intervals and point marks.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::{ACCEPTED, CRASH, HELD, LANE, LEFT, LOST, REJECTED, RESTART, WAIT, escape, text_width};
+use crate::EventKind;
+use crate::check::End;
+use crate::timeline::{Timeline, describe, secs};
+
+/// Where each client's lane is.
+pub(super) struct Lanes<'a> {
+    pub(super) index: BTreeMap<&'a str, usize>,
+    pub(super) top: f64,
+}
+
+impl Lanes<'_> {
+    /// The lane's index and the y of its top edge.
+    pub(super) fn get(&self, client: &str) -> Option<(usize, f64)> {
+        self.index
+            .get(client)
+            .map(|&index| (index, self.top + index as f64 * LANE))
+    }
+}
+
+/// Each lane: its label, waits, held intervals, losses, crashes, restarts and writes.
+pub(super) fn lanes_content(
+    timeline: &Timeline,
+    s: &mut String,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
+    let mut content = vec![String::new(); timeline.clients.len()];
+    for (client, start, stop) in timeline.waits() {
+        let Some((index, top)) = lanes.get(&client) else {
+            continue;
+        };
+        let Some(out) = content.get_mut(index) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "<line x1=\"{:.1}\" y1=\"{mid:.1}\" x2=\"{:.1}\" y2=\"{mid:.1}\" stroke=\"{WAIT}\" \
+             stroke-width=\"2\" stroke-dasharray=\"3 2\"/>",
+            x(start),
+            x(stop).max(x(start) + 1.0),
+            mid = top + LANE / 2.0,
+        );
+    }
+    for held in timeline.held() {
+        let Some((index, top)) = lanes.get(&held.client) else {
+            continue;
+        };
+        let Some(out) = content.get_mut(index) else {
+            continue;
+        };
+        let (start, stop) = (x(held.start), x(held.end));
+        let width = (stop - start).max(1.0);
+        let how = match held.how {
+            End::Unlock => "unlocked",
+            End::Lost => "lost",
+            End::Crash => "crashed",
+            End::StillHeld => "still held at the end",
+        };
+        let _ = write!(
+            out,
+            "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{HELD}\" \
+             stroke=\"#ffffff\" stroke-width=\"0.6\">\
+             <title>{} lease {}, token {}: {}s to {}s ({how})</title></rect>",
+            top + 8.0,
+            escape(&held.client),
+            held.lease,
+            held.token,
+            secs(held.start),
+            secs(held.end)
+        );
+        let label = format!("t{}", held.token);
+        if width >= text_width(&label) + 4.0 {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#ffffff\" \
+                 font-size=\"10\">{label}</text>",
+                start + width / 2.0,
+                top + 19.0
+            );
+        }
+        out.push('\n');
+    }
+    // Marks that would land on the same pixel of a lane are drawn once (accepted writes,
+    // the densest, once per two pixels).
+    let mut drawn: BTreeSet<(usize, Mark, i64)> = BTreeSet::new();
+    for event in &timeline.events {
+        let (client, mark) = match &event.kind {
+            EventKind::Lost { .. } => (&event.who, Mark::Lost),
+            EventKind::Crashed => (&event.who, Mark::Crash),
+            EventKind::Restarted => (&event.who, Mark::Restart),
+            EventKind::WriteAccepted { from, .. } if timeline.writes => (from, Mark::Accepted),
+            EventKind::WriteRejected { from, .. } if timeline.writes => (from, Mark::Rejected),
+            _ => continue,
+        };
+        let Some((index, top)) = lanes.get(client) else {
+            continue;
+        };
+        let at = x(event.at);
+        let pixel = if mark == Mark::Accepted { at / 2.0 } else { at };
+        if !drawn.insert((index, mark, pixel as i64)) {
+            continue;
+        }
+        let Some(out) = content.get_mut(index) else {
+            continue;
+        };
+        let title = escape(&format!("{}s {}", secs(event.at), describe(&event.kind)));
+        let bottom = top + LANE;
+        let _ = match mark {
+            Mark::Lost => writeln!(
+                out,
+                "<g><title>{title}</title><path d=\"M{:.1} {:.1}h10l-5 9z\" fill=\"{LOST}\"/>\
+                 <line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{LOST}\" \
+                 stroke-width=\"2\"/></g>",
+                at - 5.0,
+                top + 1.0,
+                top + 8.0,
+                top + 22.0
+            ),
+            Mark::Crash => writeln!(
+                out,
+                "<path d=\"M{:.1} {:.1}l10 18m0 -18l-10 18\" stroke=\"{CRASH}\" stroke-width=\"2.5\">\
+                 <title>{title}</title></path>",
+                at - 5.0,
+                top + 6.0
+            ),
+            Mark::Restart => writeln!(
+                out,
+                "<path d=\"M{at:.1} {:.1}v14l9 -7z\" fill=\"{RESTART}\"><title>{title}</title></path>",
+                top + 8.0
+            ),
+            Mark::Accepted => writeln!(
+                out,
+                "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{ACCEPTED}\">\
+                 <title>{title}</title></line>",
+                bottom - 6.0,
+                bottom - 1.0
+            ),
+            Mark::Rejected => writeln!(
+                out,
+                "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{REJECTED}\" \
+                 stroke-width=\"2\"><title>{title}</title></line>",
+                top + 3.0,
+                bottom - 1.0
+            ),
+        };
+    }
+    for (client, body) in timeline.clients.iter().zip(content) {
+        let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
+        let _ = writeln!(
+            s,
+            "<g class=\"lane\" data-client=\"{name}\">\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
+            LEFT - 8.0,
+            top + LANE / 2.0 + 4.0,
+            name = escape(client)
+        );
+        s.push_str(&body);
+        s.push_str("</g>\n");
+    }
+}
+
+/// The point marks on a lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Mark {
+    Lost,
+    Crash,
+    Restart,
+    Accepted,
+    Rejected,
+}

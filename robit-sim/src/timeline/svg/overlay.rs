@@ -1,0 +1,128 @@
+//! What lies over and under the lanes: violations, and the legend.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::lanes::Lanes;
+use super::{
+    ACCEPTED, CRASH, FAULT, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN, REJECTED, RESTART,
+    VIOLATION, WAIT, escape, text_width,
+};
+use crate::timeline::Timeline;
+
+/// Violations: a red line at each one's first instant, a marker on each client's lane
+/// at each of its instants, and its number above the lanes.
+pub(super) fn violations(
+    timeline: &Timeline,
+    s: &mut String,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+    marks_top: f64,
+    lanes_bottom: f64,
+) {
+    let _ = writeln!(s, "<g class=\"violations\" fill=\"{VIOLATION}\">");
+    // Numbers are placed where they do not cover one another, and skipped where they
+    // would.
+    let mut labels: Vec<f64> = Vec::new();
+    for (index, violation) in timeline
+        .violations
+        .iter()
+        .enumerate()
+        .take(MAX_VIOLATIONS_DRAWN)
+    {
+        let Some(first) = violation.instants.first() else {
+            continue;
+        };
+        let title = escape(&format!("{}. {violation}", index + 1));
+        let at = x(*first);
+        let _ = writeln!(
+            s,
+            "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{lanes_bottom:.1}\" stroke=\"{VIOLATION}\" \
+             stroke-width=\"1.5\" stroke-opacity=\"0.7\"><title>{title}</title></line>",
+            marks_top + 13.0
+        );
+        if labels.iter().all(|label| (label - at).abs() >= 12.0) {
+            let _ = writeln!(
+                s,
+                "<text x=\"{at:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-weight=\"bold\">{}<title>{title}</title></text>",
+                marks_top + 11.0,
+                index + 1
+            );
+            labels.push(at);
+        }
+        for instant in violation.instants.iter().take(4) {
+            for client in &violation.clients {
+                if let Some((_, top)) = lanes.get(client) {
+                    let _ = writeln!(
+                        s,
+                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" stroke=\"#ffffff\"><title>{title}</title></circle>",
+                        x(*instant),
+                        top + LANE / 2.0
+                    );
+                }
+            }
+        }
+    }
+    let _ = writeln!(s, "</g>");
+}
+
+/// The legend: one swatch per kind of mark.
+pub(super) fn legend(s: &mut String, top: f64) {
+    let items: [(&str, String); 9] = [
+        (
+            "held (token)",
+            format!("<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{HELD}\"/>"),
+        ),
+        (
+            "waiting in lock()",
+            format!(
+                "<line x2=\"18\" y1=\"-4\" y2=\"-4\" stroke=\"{WAIT}\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>"
+            ),
+        ),
+        (
+            "loss signalled",
+            format!("<path d=\"M4 -10h10l-5 9z\" fill=\"{LOST}\"/>"),
+        ),
+        (
+            "crash",
+            format!("<path d=\"M4 -10l8 10m0 -10l-8 10\" stroke=\"{CRASH}\" stroke-width=\"2\"/>"),
+        ),
+        (
+            "restart",
+            format!("<path d=\"M5 -10v10l8 -5z\" fill=\"{RESTART}\"/>"),
+        ),
+        (
+            "write accepted",
+            format!(
+                "<line x1=\"9\" x2=\"9\" y1=\"-6\" y2=\"0\" stroke=\"{ACCEPTED}\" stroke-width=\"2\"/>"
+            ),
+        ),
+        (
+            "write rejected",
+            format!(
+                "<line x1=\"9\" x2=\"9\" y1=\"-11\" y2=\"0\" stroke=\"{REJECTED}\" stroke-width=\"2\"/>"
+            ),
+        ),
+        (
+            "fault window",
+            format!(
+                "<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{FAULT}\" fill-opacity=\"0.45\"/>"
+            ),
+        ),
+        (
+            "violation",
+            format!("<circle cx=\"9\" cy=\"-4\" r=\"4\" fill=\"{VIOLATION}\"/>"),
+        ),
+    ];
+    let _ = writeln!(s, "<g class=\"legend\">");
+    let mut left = LEFT;
+    for (label, swatch) in items {
+        let _ = writeln!(
+            s,
+            "<g transform=\"translate({left:.1} {top:.1})\">{swatch}<text x=\"24\">{}</text></g>",
+            escape(label)
+        );
+        left += 24.0 + text_width(label) + 18.0;
+    }
+    let _ = writeln!(s, "</g>");
+}

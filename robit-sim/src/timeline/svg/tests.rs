@@ -1,0 +1,189 @@
+//! The SVG timeline, on a small hand-made history.
+
+use std::time::Duration;
+
+use super::{escape, pack, tick_step};
+use crate::{EventKind, History, Promise, Timeline, Violation};
+
+fn history() -> History {
+    let history = History::new();
+    let ms = Duration::from_millis;
+    history.record_at(ms(0), "c1", EventKind::LockCalled);
+    history.record_at(
+        ms(100),
+        "c1",
+        EventKind::Acquired {
+            lease: 1,
+            token: 41,
+        },
+    );
+    history.record_at(ms(200), "c2", EventKind::LockCalled);
+    history.record_at(
+        ms(1000),
+        "world",
+        EventKind::Fault {
+            what: "partition c1 | backend <&>".into(),
+            ended: false,
+        },
+    );
+    history.record_at(
+        ms(2500),
+        "c1",
+        EventKind::Lost {
+            lease: 1,
+            reason: "expired".into(),
+        },
+    );
+    history.record_at(
+        ms(2600),
+        "c2",
+        EventKind::Acquired {
+            lease: 1,
+            token: 42,
+        },
+    );
+    history.record_at(
+        ms(3000),
+        "world",
+        EventKind::Fault {
+            what: "partition c1 | backend <&>".into(),
+            ended: true,
+        },
+    );
+    history.record_at(ms(3500), "c1", EventKind::Crashed);
+    history.record_at(ms(4500), "c1", EventKind::Restarted);
+    history.record_at(
+        ms(5000),
+        "storage",
+        EventKind::WriteRejected {
+            from: "c1".into(),
+            token: 41,
+            highest: 42,
+        },
+    );
+    // A thousand writes within one millisecond land on one pixel.
+    for n in 0..1000 {
+        history.record_at(
+            ms(6000) + Duration::from_nanos(n),
+            "storage",
+            EventKind::WriteAccepted {
+                from: "c2".into(),
+                token: 42,
+            },
+        );
+    }
+    history
+}
+
+fn violation() -> Violation {
+    Violation {
+        promise: Promise::Fencing,
+        clients: vec!["c1".into(), "c2".into()],
+        instants: vec![Duration::from_secs(5)],
+        message: "a stale write was accepted".into(),
+    }
+}
+
+fn svg() -> String {
+    Timeline::new(&history(), &[violation()], Duration::from_secs(10))
+        .with_title("two <clients>")
+        .svg()
+}
+
+#[test]
+fn each_client_gets_one_lane_with_its_label() {
+    let svg = svg();
+    assert!(svg.starts_with("<svg "));
+    assert!(svg.ends_with("</svg>\n"));
+    assert_eq!(svg.matches("<g class=\"lane\"").count(), 2);
+    assert!(svg.contains("data-client=\"c1\""));
+    assert!(svg.contains(">c2</text>"));
+}
+
+#[test]
+fn held_intervals_are_bars_labelled_with_their_token() {
+    let svg = svg();
+    assert_eq!(svg.matches("height=\"14\" fill=\"#3b6fc4\"").count(), 2);
+    assert!(svg.contains(">t41</text>"));
+    assert!(svg.contains("c1 lease 1, token 41: 0.100s to 2.500s (lost)"));
+    assert!(svg.contains("c2 lease 1, token 42: 2.600s to 10.000s (still held at the end)"));
+}
+
+#[test]
+fn losses_crashes_restarts_and_writes_have_their_own_marks() {
+    let svg = svg();
+    assert!(svg.contains("<g><title>2.500s lost lease 1: expired</title><path"));
+    assert!(svg.contains("<title>3.500s CRASHED</title>"));
+    assert!(svg.contains("<title>4.500s restarted</title>"));
+    assert_eq!(svg.matches("REJECTED as stale").count(), 1);
+    // The thousand accepted writes on one pixel are drawn once.
+    assert_eq!(svg.matches("write from c2 accepted").count(), 1);
+}
+
+#[test]
+fn fault_windows_are_bands_with_their_escaped_description() {
+    let svg = svg();
+    assert!(svg.contains(">partition c1 | backend &lt;&amp;&gt;</text>"));
+    assert!(svg.contains("<title>partition c1 | backend &lt;&amp;&gt;: 1.000s to 3.000s</title>"));
+    assert!(svg.contains("<title>two &lt;clients&gt;</title>"));
+    assert!(!svg.contains("<&>") && !svg.contains("<clients>"));
+}
+
+#[test]
+fn violations_are_red_markers_at_their_instants_and_listed() {
+    let svg = svg();
+    // One marker per client involved, a line across the lanes, a number.
+    assert_eq!(
+        svg.matches("<circle cx=\"").count(),
+        2 + 1,
+        "and one in the legend"
+    );
+    assert!(svg.contains(">1. P4 (fencing) at 5.000s [c1, c2]: a stale write was accepted</text>"));
+}
+
+#[test]
+fn the_axis_has_round_tick_labels_in_seconds() {
+    let svg = svg();
+    for label in ["0s", "1s", "5s", "10s"] {
+        assert!(svg.contains(&format!(">{label}</text>")), "{label}");
+    }
+    assert_eq!(tick_step(Duration::from_secs(60)), 5.0);
+    assert_eq!(tick_step(Duration::from_millis(300)), 0.05);
+}
+
+#[test]
+fn the_legend_names_every_mark() {
+    let svg = svg();
+    for name in [
+        "held (token)",
+        "loss signalled",
+        "crash",
+        "restart",
+        "write accepted",
+        "write rejected",
+        "fault window",
+        "violation",
+    ] {
+        assert!(svg.contains(&format!(">{name}</text>")), "{name}");
+    }
+}
+
+#[test]
+fn fault_labels_that_would_overlap_go_on_separate_rows() {
+    assert_eq!(
+        pack(&[(0.0, 50.0), (10.0, 60.0), (55.0, 90.0), (61.0, 70.0)], 8),
+        [0, 1, 0, 1]
+    );
+    assert_eq!(
+        pack(&[(0.0, 50.0), (10.0, 60.0), (20.0, 70.0)], 2),
+        [0, 1, 1]
+    );
+}
+
+#[test]
+fn text_is_escaped() {
+    assert_eq!(
+        escape("a<b & \"c\" 'd'>"),
+        "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
+    );
+}
