@@ -9,6 +9,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use robit_sim::{Scenario, ScenarioError};
+
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
@@ -16,9 +18,35 @@ fn env_u64(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn main() -> ExitCode {
+/// Every scenario, named as from the workspace root (`scenarios/x.toml`), so that the
+/// replay commands printed work from there.
+fn load() -> Result<Vec<Scenario>, ScenarioError> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let scenarios = match robit_sim::load_scenarios(&[root]) {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .map_err(|source| ScenarioError::Read {
+            file: root.clone(),
+            source,
+        })?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Read {
+                file: path.clone(),
+                source,
+            })?;
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            Scenario::parse(format!("scenarios/{name}"), &text)
+        })
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let scenarios = match load() {
         Ok(scenarios) => scenarios,
         Err(error) => {
             eprintln!("error: {error}");

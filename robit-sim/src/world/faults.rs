@@ -180,6 +180,17 @@ pub(crate) fn start(
                 ended: false,
             },
         );
+        // A restart is over as soon as it happens: the backend is back at once.
+        if matches!(fault.action, Action::BackendRestart { .. }) {
+            history.record_at(
+                now,
+                "world",
+                EventKind::Fault {
+                    what: what.clone(),
+                    ended: true,
+                },
+            );
+        }
     }
     Applied {
         action: fault.action.clone(),

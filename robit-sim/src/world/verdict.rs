@@ -83,21 +83,18 @@ impl std::fmt::Display for Verdict {
                 missing,
                 unmet,
             } => {
-                f.write_str("FAIL:")?;
-                for promise in missing {
-                    write!(f, " expected {promise} to be broken, and it was not")?;
-                }
-                for expectation in unmet {
-                    write!(f, " {expectation}")?;
-                }
+                let mut reasons: Vec<String> = missing
+                    .iter()
+                    .map(|promise| format!("expected {promise} to be broken, and it was not"))
+                    .collect();
+                reasons.extend(unmet.iter().cloned());
                 if let Some(first) = unexpected.first() {
-                    write!(
-                        f,
-                        " {} unexpected violation(s), first: {first}",
+                    reasons.push(format!(
+                        "{} unexpected violation(s), first: {first}",
                         unexpected.len()
-                    )?;
+                    ));
                 }
-                Ok(())
+                write!(f, "FAIL: {}", reasons.join("; "))
             }
         }
     }
