@@ -5,5 +5,6 @@
 //! restarts — records a history, and checks promises P1–P6 on it, seed by seed.
 
 mod clock;
+pub mod redis;
 
 pub use self::clock::{SimClock, true_now};
