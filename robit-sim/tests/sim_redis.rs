@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use robit::redis::RedisDriver;
 use robit::{Backoff, FenceToken, Mutex, SeededEntropy};
+use robit_sim::redis::resp::{Frame, decode};
 use robit_sim::redis::{
     DEFAULT_PORT, LockEvent, LockEventKind, RedisState, SimConnector, SimRedis,
 };
 use robit_sim::{SimClock, true_now};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BACKEND: &str = "redis";
 const TTL: Duration = Duration::from_secs(3);
@@ -298,4 +300,51 @@ fn after_a_restart_that_loses_everything_the_driver_reconnects_reloads_and_is_qu
     assert!(fences[0].0 < fences[1].0, "{fences:?}");
     // The second lock (asked for at about 14 s) waited out a fresh quarantine.
     assert!(fences[1].1 >= secs(18.0), "{fences:?}");
+}
+
+/// Reads frames from `stream` until `count` have arrived; `None` if it closes first.
+async fn frames(stream: &mut turmoil::net::TcpStream, count: usize) -> Option<Vec<Frame>> {
+    let mut input = Vec::new();
+    let mut found = Vec::new();
+    while found.len() < count {
+        if let Some((frame, used)) = decode(&input).unwrap() {
+            input.drain(..used);
+            found.push(frame);
+            continue;
+        }
+        let mut chunk = [0_u8; 1024];
+        let read = stream.read(&mut chunk).await.ok()?;
+        if read == 0 {
+            return None;
+        }
+        input.extend_from_slice(&chunk[..read]);
+    }
+    Some(found)
+}
+
+#[test]
+fn the_server_answers_pipelined_and_inline_commands_and_hangs_up_on_garbage() {
+    let mut world = World::new(6);
+    world.sim.client("raw", async move {
+        let mut stream = turmoil::net::TcpStream::connect((BACKEND, DEFAULT_PORT)).await?;
+        let pipeline = b"*1\r\n$4\r\nPING\r\nSET k \"a b\"\r\n\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n";
+        stream.write_all(pipeline).await?;
+        let replies = frames(&mut stream, 3).await.unwrap();
+        assert_eq!(
+            replies,
+            [Frame::simple("PONG"), Frame::ok(), Frame::bulk("a b")]
+        );
+        stream.write_all(b"*1\r\n:5\r\nPING\r\n").await?;
+        let Frame::Error(error) = &frames(&mut stream, 1).await.unwrap()[0] else {
+            panic!("garbage was answered");
+        };
+        assert!(error.starts_with(b"ERR Protocol error: expected '$'"));
+        assert_eq!(
+            frames(&mut stream, 1).await,
+            None,
+            "the server should hang up"
+        );
+        Ok(())
+    });
+    world.sim.run().unwrap();
 }

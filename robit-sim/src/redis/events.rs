@@ -75,7 +75,26 @@ pub struct LockEvent {
     pub kind: LockEventKind,
 }
 
-/// What a [`LockEvent`] reports.
+/// What a [`LockEvent`] reports: the three ways the backend's view of a grant changes
+/// (an expiry is not an event: it follows from the last TTL).
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::redis::{LockEvent, LockEventKind};
+/// use std::time::Duration;
+///
+/// /// When the backend stops honouring a grant, if this event says.
+/// fn ends_at(event: &LockEvent) -> Option<Duration> {
+///     match &event.kind {
+///         LockEventKind::Granted { ttl, .. } | LockEventKind::Renewed { ttl, .. } => {
+///             Some(event.at + *ttl)
+///         }
+///         LockEventKind::Released { .. } => Some(event.at),
+///         _ => None,
+///     }
+/// }
+/// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockEventKind {

@@ -17,7 +17,18 @@ pub const MAX_DEPTH: usize = 8;
 /// The longest line: a simple string, an error, a length header or an inline command.
 pub const MAX_LINE_LEN: usize = 64 * 1024;
 
-/// A client command as it arrives: the command's name, then its arguments.
+/// A client command as it arrives: the command's name, then its arguments, as bytes
+/// (Redis commands are binary-safe).
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::redis::resp::{Command, decode_command};
+///
+/// let expected: Command = vec![b"PTTL".to_vec(), b"{robit}:lock:job".to_vec()];
+/// assert_eq!(decode_command(b"PTTL {robit}:lock:job\r\n")?, Some((expected, 23)));
+/// # Ok::<(), robit_sim::redis::resp::RespError>(())
+/// ```
 pub type Command = Vec<Vec<u8>>;
 
 /// Pre-allocation for an array of declared length: the declaration is not trusted.
@@ -40,7 +51,7 @@ const PREALLOCATE: usize = 16;
 /// assert_eq!(decode(&bytes)?, Some((reply, bytes.len())));
 /// # Ok::<(), robit_sim::redis::resp::RespError>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Frame {
     /// `+OK`: a short status line.
     Simple(Vec<u8>),
