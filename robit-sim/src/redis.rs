@@ -40,7 +40,10 @@
 //! # Limits
 //!
 //! One database (`SELECT 0` only), RESP2 only (`HELLO 3` is refused), no passwords (the
-//! default user accepts any), no pattern subscriptions, no `SET … GET | EXAT | PXAT`.
+//! default user accepts any), no pattern subscriptions, no `SET … GET | EXAT | PXAT`;
+//! subcommands not listed above answer as unknown ones do. A Lua runtime error in a
+//! native script (an argument that should be a number and is not) fails the script at
+//! the same point as Lua would, but worded by the simulator.
 
 #![cfg_attr(
     not(test),
