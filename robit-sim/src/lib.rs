@@ -15,6 +15,7 @@ mod clock;
 pub mod conformance;
 mod history;
 mod model;
+pub mod redis;
 mod remote;
 mod scenario;
 mod timeline;

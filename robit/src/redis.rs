@@ -66,6 +66,8 @@ pub use self::config::{
     DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
 };
 pub use self::connector::{Connector, UrlConnector};
+#[doc(hidden)]
+pub use self::scripts::sources as script_sources;
 
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;

@@ -8,17 +8,32 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-const HAND_OFF: &str = include_str!("scripts/handoff.lua");
-
-fn with_hand_off(body: &str) -> Script {
-    Script::new(&format!("{HAND_OFF}{body}"))
+/// The exact text of every script the driver sends, hand-off prelude included.
+///
+/// Not part of the API: it exists so that a simulated server can recognise the scripts
+/// by their SHA1 without keeping a copy of them that could drift.
+#[doc(hidden)]
+pub mod sources {
+    /// Acquire: grant, queue, or refuse during a quarantine.
+    pub const ACQUIRE: &str = concat!(
+        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/acquire.lua")
+    );
+    /// Renew: extend the caller's own grant.
+    pub const RENEW: &str = include_str!("scripts/renew.lua");
+    /// Release: free the caller's own grant, handing it to the first waiter.
+    pub const RELEASE: &str = concat!(
+        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/release.lua")
+    );
+    /// Withdraw: a waiter leaves the queue and passes on its reservation.
+    pub const WITHDRAW: &str = concat!(
+        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/withdraw.lua")
+    );
 }
 
-pub(super) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_hand_off(include_str!("scripts/acquire.lua")));
-pub(super) static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));
-pub(super) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_hand_off(include_str!("scripts/release.lua")));
-pub(super) static WITHDRAW: LazyLock<Script> =
-    LazyLock::new(|| with_hand_off(include_str!("scripts/withdraw.lua")));
+pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::ACQUIRE));
+pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RENEW));
+pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
+pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));

@@ -1,0 +1,75 @@
+//! A simulated Redis, so that robit's *real* Redis driver runs inside a simulation.
+//!
+//! [`SimRedis`] serves a [`RedisState`] on a simulated host; [`SimConnector`] connects
+//! robit's [`RedisDriver`](robit::redis::RedisDriver) to it through turmoil's network.
+//! Everything the driver and redis-rs send is understood, with Redis 7's replies:
+//!
+//! - the connection handshake (`CLIENT SETINFO`, and `HELLO 2`, `AUTH`, `SELECT 0`,
+//!   `CLIENT SETNAME` for clients configured to send them), `PING`, `ECHO`, `QUIT`,
+//!   `RESET`;
+//! - `EVAL`, `EVALSHA`, `SCRIPT LOAD | EXISTS | FLUSH | KILL`, with `NOSCRIPT` for a
+//!   script not loaded;
+//! - `SUBSCRIBE`, `UNSUBSCRIBE`, `PUBLISH`, and `PING` in subscribe mode (RESP2 pushes);
+//! - on data: `GET`, `SET` (`NX`, `XX`, `EX`, `PX`, `KEEPTTL`), `DEL`, `EXISTS`, `TYPE`,
+//!   `PTTL`, `PEXPIRE` (`NX`, `XX`, `GT`, `LT`), `INCR`, `LPUSH`, `RPUSH`, `LPOP`,
+//!   `LINDEX`, `LPOS` (`RANK`, `COUNT`, `MAXLEN`), `LREM`, `LLEN`, `LRANGE`, `DBSIZE`,
+//!   `FLUSHALL`, `TIME`.
+//!
+//! Unknown commands and subcommands, wrong numbers of arguments, `WRONGTYPE` and bad
+//! integers get the error replies Redis gives (a differential test holds it to that).
+//!
+//! # Scripts without Lua
+//!
+//! robit's four scripts — acquire, renew, release, withdraw — are recognised by the SHA1
+//! of their exact text, taken from robit itself, and run natively: a line-by-line
+//! Rust version of the Lua, calling the same commands in the same order, with the same
+//! errors. Any other script is refused with an error saying the simulator runs no Lua.
+//!
+//! # Time
+//!
+//! Nothing here reads a clock of its own. The server reads the backend host's
+//! [`SimClock`](crate::SimClock) once per command, and [`RedisState::execute`] takes
+//! that reading as `now`; expiries are in whole milliseconds, as in Redis. `TIME`
+//! answers [`EPOCH`] plus `now`.
+//!
+//! # What a checker sees
+//!
+//! [`RedisState::on_event`] reports every grant, renewal and release the scripts make
+//! ([`LockEvent`]), with the backend's local time and the client's host.
+//!
+//! # Limits
+//!
+//! One database (`SELECT 0` only), RESP2 only (`HELLO 3` is refused), no passwords (the
+//! default user accepts any), no pattern subscriptions, no `SET … GET | EXAT | PXAT`;
+//! subcommands not listed above answer as unknown ones do. A Lua runtime error in a
+//! native script (an argument that should be a number and is not) fails the script at
+//! the same point as Lua would, but worded by the simulator.
+
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
+mod commands;
+mod connector;
+mod events;
+mod inline;
+mod lists;
+mod lua;
+mod native;
+mod pubsub;
+pub mod resp;
+mod scripts;
+mod server;
+mod session;
+mod state;
+mod store;
+
+pub use self::commands::EPOCH;
+pub use self::connector::SimConnector;
+pub use self::events::{LockEvent, LockEventKind, Peer};
+pub use self::server::{DEFAULT_PORT, SimRedis};
+pub use self::state::RedisState;
+
+#[cfg(test)]
+mod tests;

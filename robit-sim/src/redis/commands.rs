@@ -1,0 +1,351 @@
+//! The command table and the commands on keys and strings, with Redis 7's replies.
+//!
+//! Every command is checked the way Redis checks it before running it — unknown name,
+//! unknown subcommand, wrong number of arguments — with the same error text, and then
+//! runs against the dataset at the one instant `now` given for it.
+
+use std::time::Duration;
+
+use super::events::{LockEvent, Peer};
+use super::lists;
+use super::pubsub::Channels;
+use super::resp::Frame;
+use super::scripts::{self, ScriptCache};
+use super::store::{Dataset, NOT_AN_INTEGER, parse_integer};
+
+/// Where the simulated Redis's clock starts: TIME answers `EPOCH` plus the backend's
+/// local elapsed time. 2026-01-01T00:00:00Z, in seconds since the Unix epoch.
+pub const EPOCH: Duration = Duration::from_secs(1_767_225_600);
+
+/// The server version HELLO reports: the Redis release whose behaviour this follows
+/// (the first with CLIENT SETINFO).
+pub(crate) const VERSION: &str = "7.2.0";
+
+pub(crate) const SYNTAX: &str = "ERR syntax error";
+
+/// Commands this server knows, with Redis's arity: positive is exact, negative a minimum
+/// (both count the command's name).
+const COMMANDS: &[(&str, i64)] = &[
+    ("auth", -2),
+    ("client", -2),
+    ("dbsize", 1),
+    ("del", -2),
+    ("echo", 2),
+    ("eval", -3),
+    ("evalsha", -3),
+    ("exists", -2),
+    ("flushall", -1),
+    ("get", 2),
+    ("hello", -1),
+    ("incr", 2),
+    ("lindex", 3),
+    ("llen", 2),
+    ("lpop", -2),
+    ("lpos", -3),
+    ("lpush", -3),
+    ("lrange", 4),
+    ("lrem", 4),
+    ("pexpire", -3),
+    ("ping", -1),
+    ("psubscribe", -2),
+    ("pttl", 2),
+    ("publish", 3),
+    ("punsubscribe", -1),
+    ("quit", -1),
+    ("reset", 1),
+    ("rpush", -3),
+    ("script", -2),
+    ("select", 2),
+    ("set", -3),
+    ("subscribe", -2),
+    ("time", 1),
+    ("type", 2),
+    ("unsubscribe", -1),
+];
+
+/// Subcommands of the container commands, with their arity.
+const SUBCOMMANDS: &[(&str, &str, i64)] = &[
+    ("client", "getname", 2),
+    ("client", "id", 2),
+    ("client", "setinfo", 4),
+    ("client", "setname", 3),
+    ("script", "exists", -3),
+    ("script", "flush", -2),
+    ("script", "kill", 2),
+    ("script", "load", 3),
+];
+
+/// One command's view of the server: the shared data, its time, and who sent it.
+pub(crate) struct Exec<'a> {
+    pub(crate) data: &'a mut Dataset,
+    pub(crate) scripts: &'a mut ScriptCache,
+    pub(crate) channels: &'a mut Channels,
+    pub(crate) events: &'a mut Vec<LockEvent>,
+    /// The backend's local time, elapsed since the simulation started.
+    pub(crate) now: Duration,
+    pub(crate) peer: &'a Peer,
+}
+
+impl Exec<'_> {
+    /// The time the dataset works in: Unix milliseconds of the simulated wall clock.
+    pub(crate) fn ms(&self) -> i64 {
+        i64::try_from((EPOCH + self.now).as_millis()).unwrap_or(i64::MAX)
+    }
+}
+
+/// Checks that `args` names a known command (and subcommand) with an acceptable number
+/// of arguments; answers its lower-case name, or the error Redis would reply.
+pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
+    let Some(first) = args.first() else {
+        return Err(Frame::error("ERR empty command"));
+    };
+    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
+    let Some(&(_, arity)) = COMMANDS.iter().find(|(known, _)| *known == name) else {
+        return Err(unknown_command(args));
+    };
+    let subcommands: Vec<_> = SUBCOMMANDS.iter().filter(|(of, ..)| *of == name).collect();
+    let (full, arity) = match (subcommands.is_empty(), args.get(1)) {
+        (false, Some(sub)) => {
+            let sub = String::from_utf8_lossy(sub).to_ascii_lowercase();
+            let Some(&&(_, _, arity)) = subcommands.iter().find(|(_, known, _)| *known == sub)
+            else {
+                return Err(unknown_subcommand(args));
+            };
+            (format!("{name}|{sub}"), arity)
+        }
+        _ => (name.clone(), arity),
+    };
+    let argc = i64::try_from(args.len()).unwrap_or(i64::MAX);
+    if (arity > 0 && argc != arity) || argc < arity.abs() {
+        return Err(wrong_arity(&full));
+    }
+    Ok(name)
+}
+
+/// `ERR wrong number of arguments for '<command>' command`.
+pub(crate) fn wrong_arity(command: &str) -> Frame {
+    Frame::error(format!(
+        "ERR wrong number of arguments for '{command}' command"
+    ))
+}
+
+fn unknown_command(args: &[Vec<u8>]) -> Frame {
+    let mut message = b"ERR unknown command '".to_vec();
+    message.extend(args[0].iter().take(128));
+    message.extend_from_slice(b"', with args beginning with: ");
+    let mut listed = 0;
+    for arg in &args[1..] {
+        if listed >= 128 {
+            break;
+        }
+        let shown = arg.len().min(128 - listed);
+        message.push(b'\'');
+        message.extend_from_slice(&arg[..shown]);
+        message.extend_from_slice(b"' ");
+        listed += shown + 3;
+    }
+    Frame::Error(message)
+}
+
+fn unknown_subcommand(args: &[Vec<u8>]) -> Frame {
+    let mut message = b"ERR unknown subcommand '".to_vec();
+    message.extend(args[1].iter().take(128));
+    message.extend_from_slice(b"'. Try ");
+    message.extend(args[0].to_ascii_uppercase());
+    message.extend_from_slice(b" HELP.");
+    Frame::Error(message)
+}
+
+/// An integer argument, or Redis's error reply for one that is not.
+pub(crate) fn integer(arg: &[u8]) -> Result<i64, Frame> {
+    parse_integer(arg).ok_or_else(|| Frame::error(NOT_AN_INTEGER))
+}
+
+fn count(n: usize) -> Frame {
+    Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX))
+}
+
+/// Runs a command that [`check`] accepted as `name`. Connection commands (HELLO,
+/// SUBSCRIBE, …) are the session's; here they answer that they need a connection.
+pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
+    let reply = match name {
+        "ping" => ping(args),
+        "echo" => Ok(Frame::bulk(&args[1])),
+        "time" => Ok(time(exec.now)),
+        "get" => exec
+            .data
+            .get(&args[1], exec.ms())
+            .map(|value| value.map_or(Frame::NullBulk, Frame::Bulk))
+            .map_err(Frame::error),
+        "set" => set(exec, args),
+        "del" => {
+            let now = exec.ms();
+            Ok(count(
+                args[1..]
+                    .iter()
+                    .filter(|key| exec.data.del(key, now))
+                    .count(),
+            ))
+        }
+        "exists" => {
+            let now = exec.ms();
+            Ok(count(
+                args[1..]
+                    .iter()
+                    .filter(|key| exec.data.exists(key, now))
+                    .count(),
+            ))
+        }
+        "type" => Ok(Frame::simple(exec.data.type_name(&args[1], exec.ms()))),
+        "pttl" => Ok(Frame::Integer(exec.data.pttl(&args[1], exec.ms()))),
+        "pexpire" => pexpire(exec, args),
+        "incr" => exec
+            .data
+            .incr(&args[1], exec.ms())
+            .map(Frame::Integer)
+            .map_err(Frame::error),
+        "dbsize" => Ok(count(exec.data.len(exec.ms()))),
+        "flushall" => flushall(exec, args),
+        "publish" => Ok(Frame::Integer(exec.channels.publish(&args[1], &args[2]))),
+        "eval" => Ok(scripts::eval(exec, args, false)),
+        "evalsha" => Ok(scripts::eval(exec, args, true)),
+        "script" => Ok(scripts::script(exec, args)),
+        _ => lists::dispatch(exec, name, args).unwrap_or_else(|| {
+            Ok(Frame::error(format!(
+                "ERR the simulated Redis answers '{name}' only on a connection to SimRedis"
+            )))
+        }),
+    };
+    reply.unwrap_or_else(|error| error)
+}
+
+fn ping(args: &[Vec<u8>]) -> Result<Frame, Frame> {
+    match args {
+        [_] => Ok(Frame::simple("PONG")),
+        [_, message] => Ok(Frame::bulk(message)),
+        _ => Err(wrong_arity("ping")),
+    }
+}
+
+/// TIME: `[seconds, microseconds]` of `EPOCH + now`.
+fn time(now: Duration) -> Frame {
+    let clock = EPOCH + now;
+    Frame::Array(vec![
+        Frame::bulk(clock.as_secs().to_string()),
+        Frame::bulk(clock.subsec_micros().to_string()),
+    ])
+}
+
+fn invalid_expire(command: &str) -> Frame {
+    Frame::error(format!("ERR invalid expire time in '{command}' command"))
+}
+
+/// SET key value [NX|XX] [EX s|PX ms|KEEPTTL], parsed as Redis 7 parses it.
+fn set(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
+    let (mut nx, mut xx, mut keep_ttl) = (false, false, false);
+    let mut expire: Option<(&[u8], i64)> = None; // (argument, milliseconds per unit)
+    let mut i = 3;
+    while let Some(option) = args.get(i) {
+        let next = args.get(i + 1);
+        match option.to_ascii_lowercase().as_slice() {
+            b"nx" if !xx => nx = true,
+            b"xx" if !nx => xx = true,
+            b"keepttl" if expire.is_none() => keep_ttl = true,
+            b"ex" | b"px" if !keep_ttl && next.is_some() => {
+                let unit = if option.eq_ignore_ascii_case(b"ex") {
+                    1000
+                } else {
+                    1
+                };
+                if expire.is_some_and(|(_, other)| other != unit) {
+                    return Err(Frame::error(SYNTAX));
+                }
+                expire = next.map(|arg| (arg.as_slice(), unit));
+                i += 1;
+            }
+            b"get" | b"exat" | b"pxat" | b"persist" => {
+                return Err(Frame::error(format!(
+                    "ERR the simulated Redis does not support SET's {} option",
+                    String::from_utf8_lossy(option).to_ascii_uppercase()
+                )));
+            }
+            _ => return Err(Frame::error(SYNTAX)),
+        }
+        i += 1;
+    }
+    let now = exec.ms();
+    let expires_at = match expire {
+        None => None,
+        Some((arg, unit)) => {
+            let amount = integer(arg)?;
+            if amount <= 0 || amount > i64::MAX / unit {
+                return Err(invalid_expire("set"));
+            }
+            match (amount * unit).checked_add(now) {
+                Some(when) if when > 0 => Some(when),
+                _ => return Err(invalid_expire("set")),
+            }
+        }
+    };
+    let found = exec.data.exists(&args[1], now);
+    if (nx && found) || (xx && !found) {
+        return Ok(Frame::NullBulk);
+    }
+    exec.data
+        .set(&args[1], args[2].clone(), expires_at, keep_ttl, now);
+    Ok(Frame::ok())
+}
+
+/// PEXPIRE key milliseconds [NX|XX|GT|LT].
+fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for option in &args[3..] {
+        match option.to_ascii_lowercase().as_slice() {
+            b"nx" => nx = true,
+            b"xx" => xx = true,
+            b"gt" => gt = true,
+            b"lt" => lt = true,
+            _ => {
+                let mut message = b"ERR Unsupported option ".to_vec();
+                message.extend_from_slice(option);
+                return Err(Frame::Error(message));
+            }
+        }
+    }
+    if nx && (xx || gt || lt) {
+        return Err(Frame::error(
+            "ERR NX and XX, GT or LT options at the same time are not compatible",
+        ));
+    }
+    if gt && lt {
+        return Err(Frame::error(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
+    }
+    let now = exec.ms();
+    let when = integer(&args[2])?
+        .checked_add(now)
+        .ok_or_else(|| invalid_expire("pexpire"))?;
+    let Some(current) = exec.data.expiry(&args[1], now) else {
+        return Ok(Frame::Integer(0));
+    };
+    let refused = (nx && current.is_some())
+        || (xx && current.is_none())
+        || (gt && current.is_none_or(|current| when <= current))
+        || (lt && current.is_some_and(|current| when >= current));
+    if refused {
+        return Ok(Frame::Integer(0));
+    }
+    exec.data.expire_at(&args[1], when, now);
+    Ok(Frame::Integer(1))
+}
+
+fn flushall(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
+    match args {
+        [_] => {}
+        [_, mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {}
+        _ => return Err(Frame::error(SYNTAX)),
+    }
+    exec.data.clear();
+    Ok(Frame::ok())
+}

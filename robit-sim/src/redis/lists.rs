@@ -1,0 +1,251 @@
+//! The list commands: LPUSH, RPUSH, LPOP, LINDEX, LPOS, LREM, LLEN, LRANGE.
+//!
+//! Arguments are checked before or after the key is looked up in the same order as in
+//! Redis 7, since that order decides which error a bad call gets.
+
+use std::collections::VecDeque;
+
+use super::commands::{Exec, SYNTAX, integer};
+use super::resp::Frame;
+
+type Reply = Result<Frame, Frame>;
+
+/// Runs list command `name`, or answers `None` if it is not one.
+pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Option<Reply> {
+    let reply = match name {
+        "lpush" => push(exec, args, true),
+        "rpush" => push(exec, args, false),
+        "lpop" => lpop(exec, args),
+        "lindex" => lindex(exec, args),
+        "lpos" => lpos(exec, args),
+        "lrem" => lrem(exec, args),
+        "llen" => read(exec, &args[1], |list| {
+            Frame::Integer(list.map_or(0, |list| len(list.len())))
+        }),
+        "lrange" => lrange(exec, args),
+        _ => return None,
+    };
+    Some(reply)
+}
+
+fn len(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// Runs `answer` on the list at `key` (`None` if missing); WRONGTYPE on a string.
+fn read(
+    exec: &mut Exec<'_>,
+    key: &[u8],
+    answer: impl FnOnce(Option<&VecDeque<Vec<u8>>>) -> Frame,
+) -> Reply {
+    let now = exec.ms();
+    exec.data.list(key, now).map(answer).map_err(Frame::error)
+}
+
+fn push(exec: &mut Exec<'_>, args: &[Vec<u8>], front: bool) -> Reply {
+    let now = exec.ms();
+    let pushed = exec.data.with_list(&args[1], now, true, |list| {
+        for value in &args[2..] {
+            if front {
+                list.push_front(value.clone());
+            } else {
+                list.push_back(value.clone());
+            }
+        }
+        list.len()
+    });
+    match pushed {
+        Ok(length) => Ok(Frame::Integer(len(length.unwrap_or_default()))),
+        Err(error) => Err(Frame::error(error)),
+    }
+}
+
+/// A count that must be zero or more, with Redis's error for one that is not.
+fn positive(arg: &[u8], message: &str) -> Result<i64, Frame> {
+    match integer(arg) {
+        Ok(value) if value >= 0 => Ok(value),
+        _ => Err(Frame::error(format!("ERR {message}"))),
+    }
+}
+
+fn lpop(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
+    let count = match args {
+        [_, _] => None,
+        [_, _, count] => Some(positive(count, "value is out of range, must be positive")?),
+        _ => return Err(super::commands::wrong_arity("lpop")),
+    };
+    let now = exec.ms();
+    let missing = if count.is_some() {
+        Frame::NullArray
+    } else {
+        Frame::NullBulk
+    };
+    let popped = exec.data.with_list(&args[1], now, false, |list| {
+        let take = count.map_or(1, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        let take = take.min(list.len());
+        list.drain(..take).collect::<Vec<_>>()
+    });
+    let Some(mut popped) = popped.map_err(Frame::error)? else {
+        return Ok(missing);
+    };
+    Ok(match count {
+        None => popped.pop().map_or(Frame::NullBulk, Frame::Bulk),
+        Some(_) => Frame::Array(popped.into_iter().map(Frame::Bulk).collect()),
+    })
+}
+
+fn lindex(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
+    let now = exec.ms();
+    let Some(list) = exec.data.list(&args[1], now).map_err(Frame::error)? else {
+        return Ok(Frame::NullBulk);
+    };
+    let index = integer(&args[2])?;
+    let index = if index < 0 {
+        len(list.len()).checked_add(index)
+    } else {
+        Some(index)
+    };
+    let item = index
+        .and_then(|index| usize::try_from(index).ok())
+        .and_then(|index| list.get(index));
+    Ok(item.map_or(Frame::NullBulk, Frame::bulk))
+}
+
+fn lpos(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
+    let (mut rank, mut count, mut maxlen) = (1_i64, None::<i64>, 0_i64);
+    let mut i = 3;
+    while let Some(option) = args.get(i) {
+        let Some(value) = args.get(i + 1) else {
+            return Err(Frame::error(SYNTAX));
+        };
+        match option.to_ascii_lowercase().as_slice() {
+            b"rank" => {
+                rank = integer(value)?;
+                if rank == 0 {
+                    return Err(Frame::error(
+                        "ERR RANK can't be zero: use 1 to start from the first match, 2 from \
+                         the second ... or use negative to start from the end of the list",
+                    ));
+                }
+            }
+            b"count" => count = Some(positive(value, "COUNT can't be negative")?),
+            b"maxlen" => maxlen = positive(value, "MAXLEN can't be negative")?,
+            _ => return Err(Frame::error(SYNTAX)),
+        }
+        i += 2;
+    }
+    let element = &args[2];
+    read(exec, &args[1], |list| {
+        let Some(list) = list else {
+            return if count.is_some() {
+                Frame::Array(Vec::new())
+            } else {
+                Frame::NullBulk
+            };
+        };
+        // Redis negates the rank in C: i64::MIN stays negative, and then every match
+        // counts. Wrapping arithmetic reproduces that.
+        let from_tail = rank < 0;
+        let rank = if from_tail { rank.wrapping_neg() } else { rank };
+        let length = len(list.len());
+        let order: Box<dyn Iterator<Item = &Vec<u8>>> = if from_tail {
+            Box::new(list.iter().rev())
+        } else {
+            Box::new(list.iter())
+        };
+        let (mut matches, mut found) = (0_i64, Vec::new());
+        for (index, item) in (0_i64..).zip(order) {
+            if maxlen != 0 && index >= maxlen {
+                break;
+            }
+            if item != element {
+                continue;
+            }
+            matches += 1;
+            if matches >= rank {
+                found.push(if from_tail { length - index - 1 } else { index });
+                let enough = match count {
+                    None => true,
+                    Some(0) => false,
+                    Some(count) => matches.wrapping_sub(rank).wrapping_add(1) >= count,
+                };
+                if enough {
+                    break;
+                }
+            }
+        }
+        match count {
+            Some(_) => Frame::Array(found.into_iter().map(Frame::Integer).collect()),
+            None => found
+                .first()
+                .map_or(Frame::NullBulk, |&at| Frame::Integer(at)),
+        }
+    })
+}
+
+fn lrem(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
+    let count = integer(&args[2])?;
+    let element = &args[3];
+    let now = exec.ms();
+    let removed = exec.data.with_list(&args[1], now, false, |list| {
+        let limit = if count == 0 {
+            usize::MAX
+        } else {
+            usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
+        };
+        let mut removed = 0;
+        let positions: Vec<usize> = if count < 0 {
+            (0..list.len()).rev().collect()
+        } else {
+            (0..list.len()).collect()
+        };
+        let mut doomed = Vec::new();
+        for at in positions {
+            if removed == limit {
+                break;
+            }
+            if list[at] == *element {
+                doomed.push(at);
+                removed += 1;
+            }
+        }
+        doomed.sort_unstable();
+        for at in doomed.into_iter().rev() {
+            list.remove(at);
+        }
+        removed
+    });
+    let removed = removed.map_err(Frame::error)?.unwrap_or(0);
+    Ok(Frame::Integer(len(removed)))
+}
+
+fn lrange(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
+    let start = integer(&args[2])?;
+    let stop = integer(&args[3])?;
+    read(exec, &args[1], |list| {
+        let Some(list) = list else {
+            return Frame::Array(Vec::new());
+        };
+        let length = len(list.len());
+        let start = if start < 0 {
+            length.saturating_add(start)
+        } else {
+            start
+        }
+        .max(0);
+        let stop = if stop < 0 {
+            length.saturating_add(stop)
+        } else {
+            stop
+        };
+        if start > stop || start >= length {
+            return Frame::Array(Vec::new());
+        }
+        let stop = stop.min(length - 1);
+        let (start, stop) = (
+            usize::try_from(start).unwrap_or_default(),
+            usize::try_from(stop).unwrap_or_default(),
+        );
+        Frame::Array(list.range(start..=stop).map(Frame::bulk).collect())
+    })
+}

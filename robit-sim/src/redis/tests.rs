@@ -1,0 +1,419 @@
+//! The scripts' outcomes and the connection commands, at explicit times.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::resp::Frame;
+use super::scripts::Kind;
+use super::session::{Next, Session};
+use super::{EPOCH, LockEvent, LockEventKind, Peer, RedisState};
+
+const LOCK: &str = "{t}:lock:a";
+const QUEUE: &str = "{t}:queue:a";
+const FENCE: &str = "{t}:fence";
+const QUARANTINE: &str = "{t}:quarantine";
+const CHANNEL: &str = "t:handoff";
+const HANDOFF_MS: &str = "500";
+
+const OWNER_A: &str = "0000000000000000000000000000000a";
+const OWNER_B: &str = "0000000000000000000000000000000b";
+const WAITER_B: &str = "000000000000000000000000000000b0";
+const WAITER_C: &str = "000000000000000000000000000000c0";
+
+fn at(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn int(value: i64) -> Frame {
+    Frame::Integer(value)
+}
+
+fn pair(status: i64, value: i64) -> Frame {
+    Frame::Array(vec![int(status), int(value)])
+}
+
+struct Backend {
+    state: RedisState,
+    peer: Peer,
+    events: Arc<Mutex<Vec<LockEvent>>>,
+}
+
+impl Backend {
+    fn new() -> Self {
+        let state = RedisState::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&events);
+        state.on_event(move |event| seen.lock().unwrap().push(event.clone()));
+        let peer = Peer::new("10.0.0.2:5000".parse().unwrap(), Some("client-a".into()));
+        Self {
+            state,
+            peer,
+            events,
+        }
+    }
+
+    fn run(&self, now: Duration, words: &[&str]) -> Frame {
+        let command: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        self.state.execute(&self.peer, now, &command)
+    }
+
+    fn eval(&self, now: Duration, kind: Kind, keys: &[&str], args: &[&str]) -> Frame {
+        let numkeys = keys.len().to_string();
+        let mut words = vec!["EVAL", kind.source(), &numkeys];
+        words.extend_from_slice(keys);
+        words.extend_from_slice(args);
+        self.run(now, &words)
+    }
+
+    /// Acquire with a quarantine of `quarantine` ms and a queue TTL of 4 s; `waiter` is
+    /// `(id, poll ms)`, or `None` for a single try.
+    fn acquire(
+        &self,
+        now: u64,
+        owner: &str,
+        ttl: &str,
+        waiter: Option<(&str, u64)>,
+        quarantine: &str,
+    ) -> Frame {
+        let (id, entry) = waiter.map_or((String::new(), String::new()), |(id, poll)| {
+            (id.to_owned(), format!("{id}:{poll}"))
+        });
+        let keys = [LOCK, QUEUE, FENCE, QUARANTINE];
+        let args = [
+            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine,
+        ];
+        self.eval(at(now), Kind::Acquire, &keys, &args)
+    }
+
+    fn renew(&self, now: u64, owner: &str, ttl: &str) -> Frame {
+        self.eval(at(now), Kind::Renew, &[LOCK], &[owner, ttl])
+    }
+
+    fn release(&self, now: u64, owner: &str) -> Frame {
+        self.eval(
+            at(now),
+            Kind::Release,
+            &[LOCK, QUEUE],
+            &[owner, CHANNEL, HANDOFF_MS],
+        )
+    }
+
+    fn withdraw(&self, now: u64, (id, poll): (&str, u64)) -> Frame {
+        let entry = format!("{id}:{poll}");
+        self.eval(
+            at(now),
+            Kind::Withdraw,
+            &[LOCK, QUEUE],
+            &[id, &entry, CHANNEL, HANDOFF_MS],
+        )
+    }
+
+    fn kinds(&self) -> Vec<LockEventKind> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.clone())
+            .collect()
+    }
+
+    /// A connection subscribed to the hand-off channel, and its incoming messages.
+    fn subscriber(&self) -> (Session, tokio::sync::mpsc::UnboundedReceiver<Frame>) {
+        let (mut session, pushes) = Session::new(self.state.clone(), self.peer.clone());
+        let mut replies = Vec::new();
+        session.handle(
+            at(0),
+            &[b"SUBSCRIBE".to_vec(), CHANNEL.as_bytes().to_vec()],
+            &mut replies,
+        );
+        (session, pushes)
+    }
+}
+
+fn published(message: &str) -> Frame {
+    Frame::Array(vec![
+        Frame::bulk("message"),
+        Frame::bulk(CHANNEL),
+        Frame::bulk(message),
+    ])
+}
+
+/// The fencing token a grant at `now` gets from the clock: TIME in microseconds.
+fn clock_token(now: Duration) -> i64 {
+    i64::try_from((EPOCH + now).as_micros()).unwrap()
+}
+
+#[test]
+fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
+    let backend = Backend::new();
+    assert_eq!(
+        backend.acquire(1_500, OWNER_A, "10000", None, "0"),
+        pair(1, clock_token(at(1_500)))
+    );
+    assert_eq!(backend.run(at(1_500), &["GET", LOCK]), Frame::bulk(OWNER_A));
+    assert_eq!(backend.run(at(2_000), &["PTTL", LOCK]), int(9_500));
+    let events = backend.events.lock().unwrap().clone();
+    assert_eq!(events.len(), 1);
+    assert_eq!(
+        (events[0].at, events[0].peer.host.as_deref()),
+        (at(1_500), Some("client-a"))
+    );
+    assert_eq!(
+        events[0].kind,
+        LockEventKind::Granted {
+            key: LOCK.into(),
+            owner: OWNER_A.into(),
+            fence: clock_token(at(1_500)),
+            ttl: at(10_000),
+        }
+    );
+}
+
+#[test]
+fn a_held_lock_answers_its_pttl_and_queues_a_waiter_but_not_a_single_try() {
+    let backend = Backend::new();
+    backend.acquire(0, OWNER_A, "10000", None, "0");
+    assert_eq!(
+        backend.acquire(4_000, OWNER_B, "10000", None, "0"),
+        pair(0, 6_000)
+    );
+    assert_eq!(backend.run(at(4_000), &["EXISTS", QUEUE]), int(0));
+    let waiter = Some((WAITER_B, 300));
+    assert_eq!(
+        backend.acquire(4_000, OWNER_B, "10000", waiter, "0"),
+        pair(0, 6_000)
+    );
+    assert_eq!(
+        backend.acquire(4_100, OWNER_B, "10000", waiter, "0"),
+        pair(0, 5_900)
+    );
+    let entry = format!("{WAITER_B}:300");
+    let queued = backend.run(at(4_100), &["LRANGE", QUEUE, "0", "-1"]);
+    assert_eq!(
+        queued,
+        Frame::Array(vec![Frame::bulk(&entry)]),
+        "queued once"
+    );
+    assert_eq!(backend.run(at(4_100), &["PTTL", QUEUE]), int(4_000));
+}
+
+#[test]
+fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
+    let backend = Backend::new();
+    let (_subscribed, mut messages) = backend.subscriber();
+    backend.acquire(0, OWNER_A, "10000", None, "0");
+    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
+    assert_eq!(backend.release(20, OWNER_A), int(1));
+    let reservation = format!("W{WAITER_B}");
+    assert_eq!(
+        backend.run(at(20), &["GET", LOCK]),
+        Frame::bulk(&reservation)
+    );
+    // The window is the longer of the hand-off window and twice the waiter's poll.
+    assert_eq!(backend.run(at(20), &["PTTL", LOCK]), int(600));
+    assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
+    // Another client cannot take it; the waiter it was reserved for can.
+    assert_eq!(
+        backend.acquire(30, OWNER_A, "10000", None, "0"),
+        pair(0, 590)
+    );
+    let granted = backend.acquire(40, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
+    assert_eq!(granted, pair(1, clock_token(at(40))));
+    assert_eq!(backend.run(at(40), &["EXISTS", QUEUE]), int(0));
+    let kinds = backend.kinds();
+    assert_eq!(kinds.len(), 3);
+    assert!(
+        matches!(&kinds[1], LockEventKind::Released { owner, .. } if owner == OWNER_A.as_bytes())
+    );
+}
+
+#[test]
+fn a_lock_whose_holder_expired_with_waiters_queued_is_handed_on_by_the_next_acquire() {
+    let backend = Backend::new();
+    let (_subscribed, mut messages) = backend.subscriber();
+    backend.acquire(0, OWNER_A, "1000", None, "0");
+    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    assert_eq!(
+        backend.acquire(1_001, OWNER_A, "10000", None, "0"),
+        pair(0, 500)
+    );
+    let reservation = format!("W{WAITER_B}");
+    assert_eq!(
+        backend.run(at(1_001), &["GET", LOCK]),
+        Frame::bulk(&reservation)
+    );
+    assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
+}
+
+#[test]
+fn a_missing_fence_counter_quarantines_the_namespace_until_the_quarantine_ends() {
+    let backend = Backend::new();
+    assert_eq!(
+        backend.acquire(0, OWNER_A, "10000", None, "30000"),
+        pair(2, 30_000)
+    );
+    let counter = clock_token(at(0)).to_string();
+    assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk(&counter));
+    assert_eq!(
+        backend.acquire(1_000, OWNER_A, "10000", None, "30000"),
+        pair(2, 29_000)
+    );
+    assert_eq!(backend.run(at(1_000), &["EXISTS", LOCK]), int(0));
+    let granted = backend.acquire(30_001, OWNER_A, "10000", None, "30000");
+    assert_eq!(granted, pair(1, clock_token(at(30_001))));
+}
+
+#[test]
+fn a_counter_ahead_of_the_clock_is_incremented() {
+    let backend = Backend::new();
+    backend.run(at(0), &["SET", FENCE, "9000000000000000"]);
+    assert_eq!(
+        backend.acquire(0, OWNER_A, "10000", None, "30000"),
+        pair(1, 9_000_000_000_000_001)
+    );
+}
+
+#[test]
+fn renew_and_release_touch_only_the_callers_own_grant() {
+    let backend = Backend::new();
+    backend.acquire(0, OWNER_A, "10000", None, "0");
+    assert_eq!(backend.renew(500, OWNER_B, "20000"), int(0));
+    assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(9_500));
+    assert_eq!(backend.renew(500, OWNER_A, "20000"), int(1));
+    assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(20_000));
+    assert_eq!(backend.release(600, OWNER_B), int(0));
+    assert_eq!(backend.run(at(600), &["GET", LOCK]), Frame::bulk(OWNER_A));
+    assert_eq!(backend.release(700, OWNER_A), int(1));
+    assert_eq!(backend.run(at(700), &["EXISTS", LOCK]), int(0));
+    assert_eq!(backend.renew(800, OWNER_A, "20000"), int(0), "gone");
+    let kinds = backend.kinds();
+    assert!(matches!(&kinds[1], LockEventKind::Renewed { ttl, .. } if *ttl == at(20_000)));
+    assert!(matches!(&kinds[2], LockEventKind::Released { .. }));
+    assert_eq!(kinds.len(), 3);
+}
+
+#[test]
+fn withdraw_leaves_the_queue_and_passes_on_the_waiters_reservation() {
+    let backend = Backend::new();
+    let (_subscribed, mut messages) = backend.subscriber();
+    backend.acquire(0, OWNER_A, "10000", None, "0");
+    backend.acquire(1, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    backend.acquire(2, OWNER_B, "10000", Some((WAITER_C, 100)), "0");
+    backend.release(3, OWNER_A);
+    assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
+    assert_eq!(
+        backend.withdraw(4, (WAITER_C, 100)),
+        int(0),
+        "not reserved for C"
+    );
+    assert_eq!(
+        backend.run(at(4), &["LLEN", QUEUE]),
+        int(0),
+        "C left the queue"
+    );
+    backend.acquire(5, OWNER_B, "10000", Some((WAITER_C, 100)), "0");
+    assert_eq!(backend.withdraw(6, (WAITER_B, 100)), int(1));
+    let reservation = format!("W{WAITER_C}");
+    assert_eq!(
+        backend.run(at(6), &["GET", LOCK]),
+        Frame::bulk(&reservation)
+    );
+    assert_eq!(messages.try_recv().ok(), Some(published(WAITER_C)));
+}
+
+#[test]
+fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answers_0() {
+    let backend = Backend::new();
+    backend.run(at(0), &["RPUSH", LOCK, "x"]);
+    let Frame::Error(error) = backend.acquire(0, OWNER_A, "10000", None, "0") else {
+        panic!("acquire succeeded on a list");
+    };
+    let source = Kind::Acquire.source();
+    let line = 1 + source
+        .lines()
+        .position(|l| l.contains("redis.call('GET', lock)"))
+        .unwrap();
+    let expected = format!(
+        "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on \
+         @user_script:{line}.",
+        Kind::Acquire.sha()
+    );
+    assert_eq!(String::from_utf8(error).unwrap(), expected);
+    assert_eq!(
+        backend.run(at(0), &["EXISTS", FENCE]),
+        int(0),
+        "nothing written"
+    );
+    assert_eq!(backend.release(0, OWNER_A), int(0));
+    assert_eq!(backend.renew(0, OWNER_A, "1000"), int(0));
+}
+
+#[test]
+fn a_call_that_fails_midway_keeps_the_writes_made_before_it() {
+    let backend = Backend::new();
+    let reply = backend.acquire(0, OWNER_A, "0", None, "0");
+    assert!(
+        matches!(&reply, Frame::Error(e) if e.starts_with(b"ERR invalid expire time in 'set' command script: "))
+    );
+    let counter = clock_token(at(0)).to_string();
+    assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk(&counter));
+    assert!(backend.kinds().is_empty());
+}
+
+#[test]
+fn scripts_are_loaded_flushed_and_lost_like_redis_does_and_other_lua_is_refused() {
+    let backend = Backend::new();
+    let sha = Kind::Renew.sha();
+    let evalsha =
+        |backend: &Backend| backend.run(at(0), &["EVALSHA", sha, "1", LOCK, OWNER_A, "1"]);
+    let noscript = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
+    assert_eq!(evalsha(&backend), noscript);
+    assert_eq!(
+        backend.run(at(0), &["SCRIPT", "LOAD", Kind::Renew.source()]),
+        Frame::bulk(sha)
+    );
+    assert_eq!(evalsha(&backend), int(0));
+    let upper = sha.to_ascii_uppercase();
+    assert_eq!(
+        backend.run(at(0), &["SCRIPT", "EXISTS", &upper, "ff"]),
+        Frame::Array(vec![int(1), int(0)])
+    );
+    assert_eq!(backend.run(at(0), &["SCRIPT", "FLUSH"]), Frame::ok());
+    assert_eq!(evalsha(&backend), noscript);
+    backend.run(at(0), &["SCRIPT", "LOAD", Kind::Renew.source()]);
+    backend.state.wipe();
+    assert_eq!(evalsha(&backend), noscript);
+    let refused = backend.run(at(0), &["EVAL", "return 1", "0"]);
+    assert!(matches!(&refused, Frame::Error(e) if e.windows(3).any(|w| w == b"Lua")));
+}
+
+#[test]
+fn a_subscribed_connection_takes_only_subscription_commands_and_pings() {
+    let backend = Backend::new();
+    let (mut session, _pushes) = backend.subscriber();
+    let mut replies = Vec::new();
+    let mut send = |words: &[&str]| {
+        replies.clear();
+        let command: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        let next = session.handle(at(0), &command, &mut replies);
+        (next, replies.clone())
+    };
+    let (_, refused) = send(&["GET", "k"]);
+    assert!(matches!(&refused[..], [Frame::Error(e)] if e.starts_with(b"ERR Can't execute 'get'")));
+    let pong = Frame::Array(vec![Frame::bulk("pong"), Frame::bulk("")]);
+    assert_eq!(send(&["PING"]).1, vec![pong]);
+    let left = Frame::Array(vec![
+        Frame::bulk("unsubscribe"),
+        Frame::bulk(CHANNEL),
+        int(0),
+    ]);
+    assert_eq!(send(&["UNSUBSCRIBE"]).1, vec![left]);
+    assert_eq!(send(&["PING"]).1, vec![Frame::simple("PONG")]);
+    assert_eq!(
+        send(&["CLIENT", "SETINFO", "LIB-NAME", "redis-rs"]).1,
+        vec![Frame::ok()]
+    );
+    assert!(matches!(&send(&["HELLO", "3"]).1[..], [Frame::Error(e)] if e.starts_with(b"NOPROTO")));
+    assert_eq!(send(&["SELECT", "0"]).1, vec![Frame::ok()]);
+    assert_eq!(send(&["QUIT"]), (Next::Close, vec![Frame::ok()]));
+}

@@ -1,0 +1,437 @@
+//! The simulated Redis against a real redis-server: the same random command sequences,
+//! the same replies.
+//!
+//! Each seed drives a sequence of what robit's driver sends — its four scripts, by
+//! EVALSHA with redis-rs's NOSCRIPT fallback (SCRIPT LOAD, then EVALSHA again) or by
+//! EVAL, with arguments from small domains (two lock names, three owners, three
+//! waiters, a few TTLs, with and without a quarantine) — mixed with inspection (GET,
+//! PTTL, LRANGE, LLEN, TYPE, EXISTS), expiries, FLUSHALL, SCRIPT FLUSH, keys overwritten
+//! with the wrong type, a counter set ahead of the clock or to a non-number, and bad
+//! commands. Both servers get every command, and their replies must agree.
+//!
+//! # What is compared, and what is normalised
+//!
+//! The simulated store is driven with the real elapsed time, read just before each
+//! command is sent to the real server, so both see the same durations pass.
+//!
+//! - Everything is compared exactly — statuses, integers, bulk strings, arrays, and
+//!   error replies to the byte (scripts' errors include their SHA1 and line) — except:
+//! - **Remaining times** (PTTL, and the second element of acquire's `{0, pttl}` and
+//!   `{2, quarantine left}`) agree within [`TOLERANCE`]: the two servers read their
+//!   clocks at slightly different instants. Every TTL in the domains is at least 30 s
+//!   and they differ by far more than the tolerance, so a wrong TTL still shows. -1
+//!   and -2 are compared exactly.
+//! - **Fencing tokens** (acquire's `{1, token}`, GET and INCR of the counter) follow
+//!   each server's own clock — the real one's wall clock, the simulator's epoch plus
+//!   elapsed time — so their values differ. Each side's tokens are replaced by the order
+//!   in which distinct values first appeared on that side, which must match: the same
+//!   token re-read is the same label, a new token a new one. Values from a counter set
+//!   ahead of any clock (above 8·10¹⁵) are compared exactly.
+//! - **TIME** is compared by shape: two decimal strings.
+//!
+//! Nothing waits on the wall clock to check timing; a test step that expires a key
+//! sets a 1 ms TTL on both servers and sleeps a few milliseconds so that it has gone on
+//! both by the next command.
+
+#[path = "../../robit/tests/support/mod.rs"]
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use robit::redis::script_sources;
+use robit_sim::redis::resp::{Frame, decode};
+use robit_sim::redis::{Peer, RedisState};
+
+const SEEDS: std::ops::Range<u64> = 0..8;
+const STEPS: usize = 300;
+/// How far apart two remaining times may be (see the module documentation).
+const TOLERANCE: i64 = 1_000;
+/// Counter values above this cannot have come from a clock.
+const AHEAD_OF_ANY_CLOCK: i64 = 8_000_000_000_000_000;
+
+const NAMES: [&str; 2] = ["a", "b"];
+const OWNERS: [&str; 3] = [
+    "0123456789abcdef0123456789abcdef",
+    "fedcba9876543210fedcba9876543210",
+    "00000000000000000000000000000001",
+];
+const WAITERS: [&str; 3] = [
+    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+    "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb",
+    "0000000000000000000000000000000c",
+];
+const FENCE: &str = "{d}:fence";
+const QUARANTINE: &str = "{d}:quarantine";
+const CHANNEL: &str = "d:handoff";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Acquire,
+    Renew,
+    Release,
+    Withdraw,
+}
+
+impl Script {
+    fn source(self) -> &'static str {
+        match self {
+            Self::Acquire => script_sources::ACQUIRE,
+            Self::Renew => script_sources::RENEW,
+            Self::Release => script_sources::RELEASE,
+            Self::Withdraw => script_sources::WITHDRAW,
+        }
+    }
+
+    fn sha(self) -> String {
+        sha1_smol::Sha1::from(self.source()).digest().to_string()
+    }
+}
+
+/// How a reply is compared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Exact,
+    Remaining,
+    Fence,
+    Time,
+    AcquireReply,
+}
+
+/// One step of a sequence.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A script call; `eval` sends the text, otherwise EVALSHA with the fallback.
+    Script {
+        script: Script,
+        keys: Vec<String>,
+        args: Vec<String>,
+        eval: bool,
+    },
+    Command(Vec<String>, Check),
+    /// PEXPIRE key 1, then let that millisecond pass.
+    Expire(String),
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Script {
+                script,
+                keys,
+                args,
+                eval,
+            } => {
+                let how = if *eval { "EVAL" } else { "EVALSHA" };
+                write!(
+                    f,
+                    "{how} <{script:?}> {} {} {:?}",
+                    keys.len(),
+                    keys.join(" "),
+                    args
+                )
+            }
+            Self::Command(words, _) => write!(f, "{}", words.join(" ")),
+            Self::Expire(key) => write!(f, "PEXPIRE {key} 1, then wait"),
+        }
+    }
+}
+
+fn pick<T: Copy>(rng: &mut StdRng, items: &[T]) -> T {
+    items[rng.random_range(0..items.len())]
+}
+
+fn words(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| (*item).to_owned()).collect()
+}
+
+/// One random step.
+fn step(rng: &mut StdRng) -> Step {
+    let name = pick(rng, &NAMES);
+    let lock = format!("{{d}}:lock:{name}");
+    let queue = format!("{{d}}:queue:{name}");
+    let waiter = pick(rng, &WAITERS);
+    let entry = format!("{waiter}:{}", pick(rng, &["100", "40000"]));
+    let handoff = pick(rng, &["30000", "60000"]).to_owned();
+    let ttl = pick(rng, &["60000", "60000", "120000", "120000", "0"]).to_owned();
+    let script = |script, keys: Vec<String>, args: Vec<String>, rng: &mut StdRng| Step::Script {
+        script,
+        keys,
+        args,
+        eval: rng.random_bool(0.1),
+    };
+    match rng.random_range(0..100) {
+        0..30 => {
+            let (id, entry) = if rng.random_bool(0.7) {
+                (waiter.to_owned(), entry)
+            } else {
+                (String::new(), String::new())
+            };
+            let args = vec![
+                pick(rng, &OWNERS).to_owned(),
+                ttl,
+                id,
+                entry,
+                pick(rng, &["90000", "150000"]).to_owned(),
+                CHANNEL.to_owned(),
+                handoff,
+                pick(rng, &["0", "0", "0", "45000"]).to_owned(),
+            ];
+            let keys = vec![lock, queue, FENCE.to_owned(), QUARANTINE.to_owned()];
+            script(Script::Acquire, keys, args, rng)
+        }
+        30..42 => script(
+            Script::Renew,
+            vec![lock],
+            vec![pick(rng, &OWNERS).to_owned(), ttl],
+            rng,
+        ),
+        42..54 => {
+            let args = vec![pick(rng, &OWNERS).to_owned(), CHANNEL.to_owned(), handoff];
+            script(Script::Release, vec![lock, queue], args, rng)
+        }
+        54..62 => {
+            let args = vec![waiter.to_owned(), entry, CHANNEL.to_owned(), handoff];
+            script(Script::Withdraw, vec![lock, queue], args, rng)
+        }
+        62..78 => inspect(rng, &lock, &queue),
+        78..83 => Step::Expire(pick(rng, &[lock.as_str(), &queue, QUARANTINE, FENCE]).to_owned()),
+        83..86 => Step::Command(words(&["DEL", &lock, &queue]), Check::Exact),
+        86..88 => Step::Command(words(&["FLUSHALL"]), Check::Exact),
+        88..91 => Step::Command(words(&["SCRIPT", "FLUSH"]), Check::Exact),
+        91..95 => {
+            let key = pick(rng, &[lock.as_str(), &queue, FENCE, QUARANTINE]);
+            if rng.random_bool(0.5) {
+                Step::Command(words(&["RPUSH", key, "x"]), Check::Exact)
+            } else {
+                Step::Command(words(&["SET", key, "x"]), Check::Exact)
+            }
+        }
+        95..97 => {
+            let value = pick(rng, &["9000000000000000", "41", "abc"]);
+            Step::Command(words(&["SET", FENCE, value]), Check::Exact)
+        }
+        _ => mistake(rng, &lock, &queue),
+    }
+}
+
+fn inspect(rng: &mut StdRng, lock: &str, queue: &str) -> Step {
+    let key = pick(rng, &[lock, queue, QUARANTINE]);
+    match rng.random_range(0..9) {
+        0 => Step::Command(words(&["GET", lock]), Check::Exact),
+        1 => Step::Command(words(&["GET", FENCE]), Check::Fence),
+        2 => Step::Command(words(&["GET", QUARANTINE]), Check::Exact),
+        3 | 4 => Step::Command(words(&["PTTL", key]), Check::Remaining),
+        5 => Step::Command(words(&["LRANGE", queue, "0", "-1"]), Check::Exact),
+        6 => Step::Command(words(&["TYPE", key]), Check::Exact),
+        7 => Step::Command(words(&["EXISTS", lock, queue, FENCE]), Check::Exact),
+        _ => Step::Command(words(&["TIME"]), Check::Time),
+    }
+}
+
+/// Commands that go wrong, to compare error replies.
+fn mistake(rng: &mut StdRng, lock: &str, queue: &str) -> Step {
+    let sha = Script::Renew.sha();
+    let bad: [Vec<&str>; 10] = [
+        vec!["GET"],
+        vec!["GET", lock, queue],
+        vec!["NOSUCHCOMMAND", lock, "x"],
+        vec!["SCRIPT", "NOSUCH"],
+        vec!["INCR", lock],
+        vec!["LPOP", FENCE],
+        vec!["LINDEX", queue, "x"],
+        vec!["EVALSHA", &sha, "x"],
+        vec!["EVALSHA", &sha, "5", lock],
+        vec!["PEXPIRE", lock, "10", "NX", "XX"],
+    ];
+    Step::Command(words(&bad[rng.random_range(0..bad.len())]), Check::Exact)
+}
+
+/// A plain RESP connection to the real server.
+struct Real {
+    stream: TcpStream,
+    input: Vec<u8>,
+}
+
+impl Real {
+    fn call(&mut self, command: &[Vec<u8>]) -> Frame {
+        let frame = Frame::Array(command.iter().map(Frame::bulk).collect());
+        self.stream.write_all(&frame.to_bytes()).unwrap();
+        loop {
+            if let Some((reply, used)) = decode(&self.input).unwrap() {
+                self.input.drain(..used);
+                return reply;
+            }
+            let mut chunk = [0_u8; 4096];
+            let read = self.stream.read(&mut chunk).unwrap();
+            assert!(read > 0, "redis-server closed the connection");
+            self.input.extend_from_slice(&chunk[..read]);
+        }
+    }
+}
+
+/// Fencing tokens as the order of first appearance of distinct values, per side.
+#[derive(Default)]
+struct Labels(Vec<i64>);
+
+impl Labels {
+    fn label(&mut self, value: i64) -> String {
+        if value > AHEAD_OF_ANY_CLOCK {
+            return value.to_string();
+        }
+        let index = self.0.iter().position(|&v| v == value).unwrap_or_else(|| {
+            self.0.push(value);
+            self.0.len() - 1
+        });
+        format!("token #{index}")
+    }
+}
+
+/// A reply, readable, with fencing tokens labelled and remaining times kept apart.
+fn normalise(frame: &Frame, check: Check, labels: &mut Labels) -> (String, Option<i64>) {
+    let number = |frame: &Frame| match frame {
+        Frame::Integer(value) => Some(*value),
+        Frame::Bulk(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        _ => None,
+    };
+    match (check, frame) {
+        (Check::Remaining, Frame::Integer(ms)) if *ms >= 0 => ("remaining".into(), Some(*ms)),
+        (Check::Fence, _) if number(frame).is_some() => {
+            (labels.label(number(frame).unwrap()), None)
+        }
+        (Check::Time, Frame::Array(parts))
+            if parts.len() == 2 && parts.iter().all(|p| number(p).is_some()) =>
+        {
+            ("[seconds, microseconds]".into(), None)
+        }
+        (Check::AcquireReply, Frame::Array(parts)) => match (parts.first(), parts.get(1)) {
+            (Some(Frame::Integer(1)), Some(Frame::Integer(token))) => {
+                (format!("granted {}", labels.label(*token)), None)
+            }
+            (Some(Frame::Integer(status)), Some(Frame::Integer(ms))) if *ms >= 0 => {
+                (format!("[{status}, remaining]"), Some(*ms))
+            }
+            _ => (show(frame), None),
+        },
+        _ => (show(frame), None),
+    }
+}
+
+fn show(frame: &Frame) -> String {
+    match frame {
+        Frame::Simple(text) => format!("+{}", String::from_utf8_lossy(text)),
+        Frame::Error(text) => format!("(error) {}", String::from_utf8_lossy(text)),
+        Frame::Integer(value) => format!(":{value}"),
+        Frame::Bulk(bytes) => format!("{:?}", String::from_utf8_lossy(bytes)),
+        Frame::NullBulk => "(nil)".into(),
+        Frame::Array(items) => format!(
+            "[{}]",
+            items.iter().map(show).collect::<Vec<_>>().join(", ")
+        ),
+        Frame::NullArray => "(nil array)".into(),
+    }
+}
+
+/// Runs one seed's sequence on both servers; on the first disagreement, panics with the
+/// seed and the whole sequence so far.
+fn compare(seed: u64, real: &mut Real) -> usize {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let sim = RedisState::new();
+    let peer = Peer::new("127.0.0.1:1".parse().unwrap(), None);
+    let (mut real_labels, mut sim_labels) = (Labels::default(), Labels::default());
+    let mut done: Vec<String> = Vec::new();
+    let mut sent = 0;
+    let start = Instant::now();
+    let mut both = |command: Vec<String>, check: Check, done: &mut Vec<String>| -> Frame {
+        let command: Vec<Vec<u8>> = command.into_iter().map(String::into_bytes).collect();
+        let now = start.elapsed();
+        let real_reply = real.call(&command);
+        let sim_reply = sim.execute(&peer, now, &command);
+        sent += 1;
+        let (real_seen, real_ms) = normalise(&real_reply, check, &mut real_labels);
+        let (sim_seen, sim_ms) = normalise(&sim_reply, check, &mut sim_labels);
+        let times_agree = match (real_ms, sim_ms) {
+            (Some(a), Some(b)) => (a - b).abs() <= TOLERANCE,
+            (a, b) => a == b,
+        };
+        if real_seen != sim_seen || !times_agree {
+            panic!(
+                "seed {seed}: the simulated Redis disagrees with redis-server at step {}\n\
+                 sequence:\n  {}\n\
+                 real: {}\n\
+                 sim:  {}",
+                done.len(),
+                done.join("\n  "),
+                show(&real_reply),
+                show(&sim_reply),
+            );
+        }
+        real_reply
+    };
+    for _ in 0..STEPS {
+        let step = step(&mut rng);
+        done.push(step.to_string());
+        match step {
+            Step::Command(command, check) => {
+                both(command, check, &mut done);
+            }
+            Step::Expire(key) => {
+                both(words(&["PEXPIRE", &key, "1"]), Check::Exact, &mut done);
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Step::Script {
+                script,
+                keys,
+                args,
+                eval,
+            } => {
+                let check = if script == Script::Acquire {
+                    Check::AcquireReply
+                } else {
+                    Check::Exact
+                };
+                let numkeys = keys.len().to_string();
+                let call = |first: &str, text: String| {
+                    let mut command = vec![first.to_owned(), text, numkeys.clone()];
+                    command.extend(keys.iter().cloned());
+                    command.extend(args.iter().cloned());
+                    command
+                };
+                if eval {
+                    both(call("EVAL", script.source().to_owned()), check, &mut done);
+                    continue;
+                }
+                let reply = both(call("EVALSHA", script.sha()), check, &mut done);
+                if matches!(&reply, Frame::Error(e) if e.starts_with(b"NOSCRIPT")) {
+                    let load = words(&["SCRIPT", "LOAD", script.source()]);
+                    both(load, Check::Exact, &mut done);
+                    both(call("EVALSHA", script.sha()), check, &mut done);
+                }
+            }
+        }
+    }
+    sent
+}
+
+#[test]
+fn the_simulated_redis_answers_robits_commands_as_redis_server_does() {
+    let server = support::RedisServer::start();
+    let stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    let mut real = Real {
+        stream,
+        input: Vec::new(),
+    };
+    let mut total = 0;
+    for seed in SEEDS {
+        real.call(&[b"FLUSHALL".to_vec()]);
+        real.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]);
+        total += compare(seed, &mut real);
+    }
+    assert!(
+        total >= 300 * SEEDS.count(),
+        "only {total} commands compared"
+    );
+}
