@@ -1,5 +1,6 @@
 //! One run of a scenario: the turmoil world, its hosts, the fault schedule, the checks.
 
+mod backend;
 mod client;
 mod faults;
 mod sim;

@@ -1,9 +1,7 @@
 //! The simulated world: its hosts, their clocks and the backend's state, stepped one
 //! tick at a time, with faults started and undone on request.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
@@ -12,14 +10,14 @@ use robit::FenceGate;
 use tokio::sync::mpsc::UnboundedSender;
 use turmoil::Sim;
 
+use super::backend::BackendState;
 use super::client::{ClientHost, Command, Software};
 use super::faults::{self, Applied, Hosts};
 use super::{BACKEND, RunError, storage};
-use crate::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, serve_driver};
-use crate::scenario::{Backend, Fault};
+use crate::remote::DriverFactory;
+use crate::scenario::Fault;
 use crate::{History, Scenario, SimClock};
 
-const DRIVER_PORT: u16 = 7070;
 /// The simulated epoch: 2026-01-01T00:00:00Z.
 const EPOCH_SECS: u64 = 1_767_225_600;
 
@@ -27,12 +25,8 @@ const EPOCH_SECS: u64 = 1_767_225_600;
 struct Handles {
     clients: Vec<String>,
     clocks: BTreeMap<String, SimClock>,
-    served: Rc<RefCell<ServedDriver>>,
-    factory: DriverFactory,
+    backend: BackendState,
     backend_clock: SimClock,
-    seed: u64,
-    /// How many times the backend lost its state.
-    boots: u32,
     drift_bound: f64,
 }
 
@@ -49,18 +43,12 @@ impl Hosts for Handles {
     }
 
     fn lose_backend_state(&mut self) {
-        self.boots += 1;
-        *self.served.borrow_mut() =
-            served(&self.factory, &self.backend_clock, self.seed, self.boots);
+        self.backend.lose(&self.backend_clock);
     }
 
     fn drift_bound(&self) -> f64 {
         self.drift_bound
     }
-}
-
-fn served(factory: &DriverFactory, clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
-    ServedDriver::new(factory.build(clock.clone()), seed ^ u64::from(boot), boot)
 }
 
 /// A running world built from a scenario.
@@ -84,15 +72,11 @@ impl SimWorld<'_> {
     ) -> Self {
         let history = History::new();
         let backend_clock = SimClock::new();
-        let factory = driver.cloned().unwrap_or_else(DriverFactory::local);
         let handles = Handles {
             clients: scenario.client_names(),
             clocks: BTreeMap::new(),
-            served: Rc::new(RefCell::new(served(&factory, &backend_clock, seed, 0))),
-            factory,
-            backend_clock: backend_clock.clone(),
-            seed,
-            boots: 0,
+            backend: BackendState::new(scenario, seed, driver, &backend_clock),
+            backend_clock,
             drift_bound: scenario.lock.drift_factor,
         };
         let sim = turmoil::Builder::new()
@@ -111,29 +95,16 @@ impl SimWorld<'_> {
             base_latency: scenario.latency,
             commands: BTreeMap::new(),
         };
-        world.add_backend(scenario);
+        world.add_backend();
         world.add_storage(scenario.fencing);
         world.add_clients(scenario, seed, commanded);
         world
     }
 
-    fn add_backend(&mut self, scenario: &Scenario) {
-        match scenario.backend {
-            Backend::Local | Backend::Redis => {
-                let (served, log) = (
-                    Rc::clone(&self.handles.served),
-                    BackendLog::new(self.history.clone(), self.handles.backend_clock.clone()),
-                );
-                self.sim.host(BACKEND, move || {
-                    let (driver, log) = (served.borrow().clone(), log.clone());
-                    async move {
-                        serve_driver(driver, DRIVER_PORT, log)
-                            .await
-                            .map_err(Into::into)
-                    }
-                });
-            }
-        }
+    fn add_backend(&mut self) {
+        self.handles
+            .backend
+            .install(&mut self.sim, &self.history, &self.handles.backend_clock);
     }
 
     fn add_storage(&mut self, fencing: bool) {
@@ -151,8 +122,7 @@ impl SimWorld<'_> {
 
     fn add_clients(&mut self, scenario: &Scenario, seed: u64, commanded: bool) {
         let mut commands = commanded.then(BTreeMap::new);
-        let timeout =
-            (scenario.lock.ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        let driver = self.handles.backend.client_driver(scenario);
         for (index, client) in scenario.clients.iter().enumerate() {
             let clock = SimClock::new();
             if client.drift != 0.0 {
@@ -178,10 +148,12 @@ impl SimWorld<'_> {
                     }
                 },
             };
+            let driver = driver.clone();
             self.sim.host(client.name.as_str(), move || {
-                let host = host.clone();
+                let (host, driver) = (host.clone(), driver.build());
                 async move {
-                    host.run(RemoteDriver::new(BACKEND, DRIVER_PORT, timeout))
+                    let driver = driver.map_err(|error| error.to_string())?;
+                    host.run(driver)
                         .await
                         .map_err(|error| error.to_string().into())
                 }

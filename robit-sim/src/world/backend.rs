@@ -1,0 +1,198 @@
+//! The backend host: a driver served over the simulated network, or the simulated
+//! Redis, and the driver each client uses to reach it.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use robit::Driver;
+use robit::redis::RedisDriver;
+use turmoil::Sim;
+
+use super::BACKEND;
+use crate::redis::{
+    DEFAULT_PORT, LockEvent, LockEventKind, Peer, RedisState, SimConnector, SimRedis,
+};
+use crate::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, serve_driver};
+use crate::scenario::Backend;
+use crate::{EventKind, History, Scenario, SimClock};
+
+const DRIVER_PORT: u16 = 7070;
+/// The fencing counter of the Redis driver's default namespace: present from the start,
+/// as on a Redis that has served locks before, so the first lock is not quarantined.
+const FENCE_KEY: &[u8] = b"{robit}:fence";
+
+/// The backend's state, kept outside its host so it can survive (or not) a restart.
+pub(crate) enum BackendState {
+    Served {
+        served: Rc<RefCell<ServedDriver>>,
+        factory: DriverFactory,
+        seed: u64,
+        /// How many times the backend lost its state.
+        boots: u32,
+    },
+    Redis(RedisState),
+}
+
+fn served(factory: &DriverFactory, clock: &SimClock, seed: u64, boot: u32) -> ServedDriver {
+    ServedDriver::new(factory.build(clock.clone()), seed ^ u64::from(boot), boot)
+}
+
+impl BackendState {
+    /// The state for `scenario`'s backend, or for the driver `driver` builds.
+    pub(crate) fn new(
+        scenario: &Scenario,
+        seed: u64,
+        driver: Option<&DriverFactory>,
+        clock: &SimClock,
+    ) -> Self {
+        match (driver, scenario.backend) {
+            (None, Backend::Redis) => {
+                let state = RedisState::new();
+                let peer = Peer::new(([0, 0, 0, 0], 0).into(), Some("world".to_owned()));
+                state.execute(
+                    &peer,
+                    Duration::ZERO,
+                    &[b"SET".to_vec(), FENCE_KEY.to_vec(), b"1".to_vec()],
+                );
+                Self::Redis(state)
+            }
+            (driver, _) => {
+                let factory = driver.cloned().unwrap_or_else(DriverFactory::local);
+                Self::Served {
+                    served: Rc::new(RefCell::new(served(&factory, clock, seed, 0))),
+                    factory,
+                    seed,
+                    boots: 0,
+                }
+            }
+        }
+    }
+
+    /// Forgets everything: a restart that loses the backend's data.
+    pub(crate) fn lose(&mut self, clock: &SimClock) {
+        match self {
+            Self::Served {
+                served,
+                factory,
+                seed,
+                boots,
+            } => {
+                *boots += 1;
+                *served.borrow_mut() = self::served(factory, clock, *seed, *boots);
+            }
+            Self::Redis(state) => state.wipe(),
+        }
+    }
+
+    /// Registers the backend host, reporting to `history`.
+    pub(crate) fn install(&self, sim: &mut Sim<'_>, history: &History, clock: &SimClock) {
+        match self {
+            Self::Served { served, .. } => {
+                let (served, log) = (
+                    Rc::clone(served),
+                    BackendLog::new(history.clone(), clock.clone()),
+                );
+                sim.host(BACKEND, move || {
+                    let (driver, log) = (served.borrow().clone(), log.clone());
+                    async move {
+                        serve_driver(driver, DRIVER_PORT, log)
+                            .await
+                            .map_err(Into::into)
+                    }
+                });
+            }
+            Self::Redis(state) => {
+                observe(state, history, clock);
+                let (state, clock) = (state.clone(), clock.clone());
+                sim.host(BACKEND, move || {
+                    let server = SimRedis::new(state.clone(), clock.clone());
+                    async move { server.serve(DEFAULT_PORT).await.map_err(Into::into) }
+                });
+            }
+        }
+    }
+
+    /// How the clients reach this backend.
+    pub(crate) fn client_driver(&self, scenario: &Scenario) -> ClientDriver {
+        let ttl = scenario.lock.ttl;
+        let timeout = (ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+        match self {
+            Self::Served { .. } => ClientDriver::Served { timeout },
+            Self::Redis(_) => ClientDriver::Redis {
+                quarantine: scenario.quarantine.unwrap_or(ttl * 2),
+                command_timeout: scenario.command_timeout.unwrap_or(timeout),
+            },
+        }
+    }
+}
+
+/// Records the simulated Redis's grants, renewals and releases in true time.
+fn observe(state: &RedisState, history: &History, clock: &SimClock) {
+    let (history, clock) = (history.clone(), clock.clone());
+    // Renewals and releases name the owner; the checkers want the grant's token.
+    let tokens: Mutex<BTreeMap<Vec<u8>, u64>> = Mutex::new(BTreeMap::new());
+    state.on_event(move |event: &LockEvent| {
+        let at = clock.true_at(event.at);
+        let who = event
+            .peer
+            .host
+            .clone()
+            .unwrap_or_else(|| event.peer.addr.to_string());
+        let mut tokens = tokens.lock().unwrap_or_else(PoisonError::into_inner);
+        let kind = match &event.kind {
+            LockEventKind::Granted {
+                owner, fence, ttl, ..
+            } => {
+                let token = u64::try_from(*fence).unwrap_or_default();
+                tokens.insert(owner.clone(), token);
+                EventKind::BackendGranted {
+                    to: who,
+                    token,
+                    until: clock.true_at(event.at + *ttl),
+                }
+            }
+            LockEventKind::Renewed { owner, ttl, .. } => EventKind::BackendRenewed {
+                by: who,
+                token: tokens.get(owner).copied().unwrap_or_default(),
+                until: clock.true_at(event.at + *ttl),
+            },
+            LockEventKind::Released { owner, .. } => EventKind::BackendReleased {
+                by: who,
+                token: tokens.get(owner).copied().unwrap_or_default(),
+            },
+        };
+        history.record_at(at, "backend", kind);
+    });
+}
+
+/// The driver a client builds, in each of its incarnations.
+#[derive(Debug, Clone)]
+pub(crate) enum ClientDriver {
+    Served {
+        timeout: Duration,
+    },
+    Redis {
+        quarantine: Duration,
+        command_timeout: Duration,
+    },
+}
+
+impl ClientDriver {
+    pub(crate) fn build(&self) -> Result<Arc<dyn Driver>, robit::BoxError> {
+        Ok(match self {
+            Self::Served { timeout } => Arc::new(RemoteDriver::new(BACKEND, DRIVER_PORT, *timeout)),
+            Self::Redis {
+                quarantine,
+                command_timeout,
+            } => Arc::new(
+                RedisDriver::with_connector(SimConnector::new(BACKEND, DEFAULT_PORT))
+                    .quarantine(*quarantine)
+                    .command_timeout(*command_timeout)
+                    .build()?,
+            ),
+        })
+    }
+}
