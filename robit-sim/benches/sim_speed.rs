@@ -29,7 +29,7 @@ fn main() {
                 continue;
             }
         };
-        for tick in ["1ms", "5ms", "10ms"] {
+        for tick in ["1ms", "10ms", "25ms", "50ms"] {
             let text = format!("tick = \"{tick}\"\n{text}");
             let scenario = match Scenario::parse(file, &text) {
                 Ok(scenario) => scenario,

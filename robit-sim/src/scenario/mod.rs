@@ -57,11 +57,7 @@ pub struct Scenario {
     pub(crate) lock: LockSettings,
     pub(crate) latency: (Duration, Duration),
     pub(crate) fencing: bool,
-    // The Redis driver's settings: parsed and validated now, read once scenarios run
-    // against a simulated Redis.
-    #[allow(dead_code)]
     pub(crate) quarantine: Option<Duration>,
-    #[allow(dead_code)]
     pub(crate) command_timeout: Option<Duration>,
     pub(crate) liveness_bound: Option<Duration>,
     pub(crate) settle: Option<Duration>,
