@@ -1,0 +1,159 @@
+//! The conformance suite: robit's own drivers pass it, and every planted bug fails it.
+//!
+//! Each planted bug is put through (a) the contract in real time (tokio's paused clock
+//! here, since the drivers are in memory) and (b) the scenarios, seed by seed until one
+//! fails, and the model check. The test fails if any bug survives, or if the correct
+//! control driver is rejected. It prints what caught each bug (docs/verification.md
+//! records it).
+
+#![allow(clippy::print_stdout)]
+
+#[path = "../../robit/tests/support/mod.rs"]
+mod support;
+
+mod planted;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use planted::{Bug, PlantedDriver};
+use robit::TokioClock;
+use robit::redis::RedisDriver;
+use robit_sim::conformance::{
+    ContractOptions, SimulationOptions, check_contract, check_in_simulation,
+};
+use robit_sim::{DriverFactory, ModelConfig, Scenario, check_model, load_scenarios, run_driver};
+
+fn scenarios() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+fn planted(bug: Bug) -> DriverFactory {
+    DriverFactory::new(move |clock| PlantedDriver::new(bug, Arc::new(clock)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn robit_s_local_driver_keeps_the_contract() {
+    let report = check_contract(robit::LocalDriver::new, &ContractOptions::default()).await;
+    assert!(report.passed(), "{report}");
+    assert_eq!(report.outcomes.len(), 10);
+}
+
+#[tokio::test]
+async fn robit_s_redis_driver_keeps_the_contract_against_a_real_server() {
+    let server = support::RedisServer::start();
+    let url = server.url();
+    let options =
+        ContractOptions::new(Duration::from_millis(400)).slack(Duration::from_millis(100));
+    let report = check_contract(
+        || {
+            RedisDriver::builder(&url)
+                .quarantine(Duration::ZERO)
+                .build()
+                .expect("the driver builds")
+        },
+        &options,
+    )
+    .await;
+    assert!(report.passed(), "{report}");
+}
+
+#[test]
+fn robit_s_local_driver_passes_the_simulation() {
+    let options = SimulationOptions::new(scenarios()).seeds(1).model_cases(8);
+    let report =
+        check_in_simulation(&DriverFactory::local(), &options).expect("the scenarios load");
+    assert!(report.passed(), "{report}");
+    assert!(report.runs.len() >= 15, "only {} runs", report.runs.len());
+    assert!(
+        !report.skipped.is_empty(),
+        "state-losing scenarios are skipped"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_correct_control_driver_passes_the_contract() {
+    let clock = Arc::new(TokioClock);
+    let report = check_contract(
+        || PlantedDriver::new(Bug::None, Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        &ContractOptions::default(),
+    )
+    .await;
+    assert!(report.passed(), "{report}");
+}
+
+#[test]
+fn the_correct_control_driver_passes_the_simulation() {
+    let options = SimulationOptions::new(scenarios()).seeds(2).model_cases(16);
+    let report = check_in_simulation(&planted(Bug::None), &options).expect("the scenarios load");
+    assert!(report.passed(), "{report}");
+}
+
+/// The first seed (up to `max`) at which some scenario rejects the driver.
+fn first_failing_seed(driver: &DriverFactory, max: u64) -> Option<(u64, String)> {
+    let scenarios: Vec<Scenario> = load_scenarios(&[scenarios()])
+        .expect("the scenarios load")
+        .into_iter()
+        .filter(|scenario| !scenario.loses_backend_state())
+        .collect();
+    for seed in 1..=max {
+        for scenario in &scenarios {
+            let passed = run_driver(scenario, seed, driver).is_ok_and(|run| run.verdict.passed());
+            if !passed {
+                return Some((seed, scenario.name().to_owned()));
+            }
+        }
+    }
+    None
+}
+
+const DRIVER_BUGS: [Bug; 6] = [
+    Bug::ReleaseWithoutOwnerCheck,
+    Bug::RenewWithoutOwnerCheck,
+    Bug::NonAtomicAcquire,
+    Bug::TokenResetsAfterExpiry,
+    Bug::TtlIgnored,
+    Bug::RenewSucceedsAfterExpiry,
+];
+
+#[test]
+fn every_planted_driver_bug_is_caught() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a runtime");
+    let mut survivors = Vec::new();
+    for bug in DRIVER_BUGS {
+        let clock = Arc::new(TokioClock);
+        let contract = runtime.block_on(check_contract(
+            || PlantedDriver::new(bug, Arc::clone(&clock) as Arc<dyn robit::Clock>),
+            &ContractOptions::default(),
+        ));
+        let broken: Vec<&str> = contract
+            .failures()
+            .iter()
+            .map(|outcome| outcome.rule)
+            .collect();
+        let scenario = first_failing_seed(&planted(bug), 3);
+        let model = check_model(&ModelConfig::driver(planted(bug)).cases(32));
+        println!("{bug:?}");
+        println!(
+            "  contract: {} of 10 rules broken: {broken:?}",
+            broken.len()
+        );
+        match &scenario {
+            Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
+            None => println!("  scenarios: not caught in 3 seeds"),
+        }
+        match &model {
+            Ok(()) => println!("  model: not caught in 32 sequences"),
+            Err(failure) => println!("  model: {failure}"),
+        }
+        if broken.is_empty() && scenario.is_none() && model.is_ok() {
+            survivors.push(bug);
+        }
+    }
+    assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
+}
