@@ -96,6 +96,33 @@ fn a_loss_after_the_backend_expiry_a_double_loss_and_a_loss_after_unlock_break_e
 }
 
 #[test]
+fn an_unlock_after_the_backend_could_grant_the_lock_again_breaks_early_loss() {
+    let h = History::new();
+    granted(&h, 0, "a", 1, 1000);
+    acquired(&h, 1, "a", 1, 1);
+    unlock(&h, 1500, "a", 1);
+    let found = run(&h, Promise::EarlyLoss);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].message.contains("unlocked"),
+        "{}",
+        found[0].message
+    );
+
+    let dropped = History::new();
+    granted(&dropped, 0, "a", 1, 1000);
+    acquired(&dropped, 1, "a", 1, 1);
+    dropped.record_at(ms(1200), "a", EventKind::Dropped { lease: 1 });
+    assert_eq!(run(&dropped, Promise::EarlyLoss).len(), 1);
+
+    let in_time = History::new();
+    granted(&in_time, 0, "a", 1, 1000);
+    acquired(&in_time, 1, "a", 1, 1);
+    unlock(&in_time, 900, "a", 1);
+    assert!(run(&in_time, Promise::EarlyLoss).is_empty());
+}
+
+#[test]
 fn a_loss_with_no_fault_nearby_is_spurious_and_one_during_a_partition_is_not() {
     let h = History::new();
     acquired(&h, 0, "a", 1, 1);

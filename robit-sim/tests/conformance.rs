@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use planted::{Bug, PlantedDriver};
-use robit::TokioClock;
 use robit::redis::RedisDriver;
+use robit::{Mutant, TokioClock};
 use robit_sim::conformance::{
     ContractOptions, SimulationOptions, check_contract, check_in_simulation,
 };
@@ -90,12 +90,21 @@ fn the_correct_control_driver_passes_the_simulation() {
     assert!(report.passed(), "{report}");
 }
 
-/// The first seed (up to `max`) at which some scenario rejects the driver.
-fn first_failing_seed(driver: &DriverFactory, max: u64) -> Option<(u64, String)> {
+/// The first seed (up to `max`) at which some scenario rejects the driver, or (with a
+/// mutant) robit's local driver under a mutated mutex.
+fn first_failing_seed(
+    driver: &DriverFactory,
+    mutant: Option<Mutant>,
+    max: u64,
+) -> Option<(u64, String)> {
     let scenarios: Vec<Scenario> = load_scenarios(&[scenarios()])
         .expect("the scenarios load")
         .into_iter()
         .filter(|scenario| !scenario.loses_backend_state())
+        .map(|scenario| match mutant {
+            Some(mutant) => scenario.with_mutant(mutant),
+            None => scenario,
+        })
         .collect();
     for seed in 1..=max {
         for scenario in &scenarios {
@@ -136,7 +145,7 @@ fn every_planted_driver_bug_is_caught() {
             .iter()
             .map(|outcome| outcome.rule)
             .collect();
-        let scenario = first_failing_seed(&planted(bug), 3);
+        let scenario = first_failing_seed(&planted(bug), None, 3);
         let model = check_model(&ModelConfig::driver(planted(bug)).cases(32));
         println!("{bug:?}");
         println!(
@@ -153,6 +162,35 @@ fn every_planted_driver_bug_is_caught() {
         }
         if broken.is_empty() && scenario.is_none() && model.is_ok() {
             survivors.push(bug);
+        }
+    }
+    assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
+}
+
+const LIBRARY_BUGS: [Mutant; 4] = [
+    Mutant::ValidityFromReceive,
+    Mutant::DriftIgnored,
+    Mutant::NoLossSignal,
+    Mutant::LossAfterUnlock,
+];
+
+#[test]
+fn every_planted_library_bug_is_caught() {
+    let mut survivors = Vec::new();
+    for mutant in LIBRARY_BUGS {
+        let scenario = first_failing_seed(&DriverFactory::local(), Some(mutant), 3);
+        let model = check_model(&ModelConfig::local().mutant(mutant).cases(32));
+        println!("{mutant:?}");
+        match &scenario {
+            Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
+            None => println!("  scenarios: not caught in 3 seeds"),
+        }
+        match &model {
+            Ok(()) => println!("  model: not caught in 32 sequences"),
+            Err(failure) => println!("  model: {failure}"),
+        }
+        if scenario.is_none() && model.is_ok() {
+            survivors.push(mutant);
         }
     }
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");

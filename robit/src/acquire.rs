@@ -11,6 +11,7 @@ use tracing::Instrument;
 
 use crate::config::{MAX_TTL, MIN_RETRY_DELAY, half_jitter};
 use crate::core::{Core, Installed, in_background};
+use crate::mutant::Mutant;
 use crate::{
     Acquire, AcquireRequest, DriverError, LockError, OwnerToken, ReleaseWatch, Wait, Waiter,
 };
@@ -147,8 +148,13 @@ async fn attempts(
             .await;
         let delay = match answer {
             Ok(Acquire::Granted(lease)) => {
-                let deadline = sent + config.validity;
                 let now = clock.now();
+                let from = if config.has(Mutant::ValidityFromReceive) {
+                    now
+                } else {
+                    sent
+                };
+                let deadline = from + config.validity;
                 if now < deadline {
                     let installed = core.install(runtime, lease, sent, now, deadline);
                     tracing::debug!(target: "robit", fence = installed.fence.get(), attempts = attempt + 1, "acquired");

@@ -133,6 +133,8 @@ pub(crate) struct Config {
     pub(crate) renew_timeout: Duration,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
+    /// A planted bug, for the simulation harness (feature `mutants`).
+    pub(crate) mutant: Option<crate::mutant::Mutant>,
     pub(crate) wait: Wait,
     pub(crate) backoff: Backoff,
     pub(crate) on_lost: Vec<LostCallback>,
@@ -195,6 +197,7 @@ pub struct MutexBuilder {
     on_lost: Vec<LostCallback>,
     clock: Arc<dyn Clock>,
     entropy: Arc<dyn Entropy>,
+    mutant: Option<crate::mutant::Mutant>,
 }
 
 impl MutexBuilder {
@@ -212,6 +215,7 @@ impl MutexBuilder {
             on_lost: Vec::new(),
             clock: Arc::new(TokioClock),
             entropy: Arc::new(OsEntropy::new()),
+            mutant: None,
         }
     }
 
@@ -299,6 +303,14 @@ impl MutexBuilder {
         Ok(Mutex::from_config(self.validate()?))
     }
 
+    /// Plants `mutant` in the mutex this builds: for robit-sim's conformance tests only.
+    #[cfg(feature = "mutants")]
+    #[doc(hidden)]
+    pub fn mutant(mut self, mutant: crate::Mutant) -> Self {
+        self.mutant = Some(mutant);
+        self
+    }
+
     fn validate(self) -> Result<Config, ConfigError> {
         if self.name.is_empty() {
             return Err(ConfigError::EmptyName);
@@ -319,9 +331,14 @@ impl MutexBuilder {
                 safety_margin: self.safety_margin,
             });
         }
+        let drift = if self.mutant == Some(crate::mutant::Mutant::DriftIgnored) {
+            0.0
+        } else {
+            self.drift_factor
+        };
         let validity = self
             .ttl
-            .mul_f64(1.0 - self.drift_factor)
+            .mul_f64(1.0 - drift)
             .saturating_sub(self.safety_margin);
         if validity.is_zero() {
             return Err(ConfigError::NoValidity {
@@ -370,7 +387,15 @@ impl MutexBuilder {
             on_lost: self.on_lost,
             clock: self.clock,
             entropy: self.entropy,
+            mutant: self.mutant,
         })
+    }
+}
+
+impl Config {
+    /// Whether `mutant` is planted (never, without the `mutants` feature).
+    pub(crate) fn has(&self, mutant: crate::mutant::Mutant) -> bool {
+        self.mutant == Some(mutant)
     }
 }
 

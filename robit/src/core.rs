@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::config::Config;
+use crate::mutant::Mutant;
 use crate::stats::StatsCells;
 use crate::{DriverError, FenceToken, Lease, LockError, LossEvent, LossReason, Stats, UnlockError};
 
@@ -220,6 +221,9 @@ impl Core {
     /// Ends hold `id` as lost and signals it through every channel, unless the hold
     /// already ended. Returns whether this call signalled.
     pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
+        if self.config.has(Mutant::NoLossSignal) {
+            return false;
+        }
         let hold = {
             let mut slots = self.slots();
             let Some(hold) = slots.take_hold(Some(id)) else {
@@ -277,6 +281,18 @@ impl Core {
     pub(crate) async fn unlock(self: &Arc<Self>, id: Option<u64>) -> Result<(), UnlockError> {
         let (hold, now) = self.end_voluntarily(id)?;
         hold.ctl.stop();
+        if self.config.has(Mutant::LossAfterUnlock) {
+            let event = LossEvent {
+                name: self.config.name.clone(),
+                fence: hold.fence,
+                reason: LossReason::DeadlinePassed,
+                held_for: now.saturating_duration_since(hold.acquired_at),
+            };
+            self.config
+                .on_lost
+                .iter()
+                .for_each(|callback| callback(&event));
+        }
         let mut pending = PendingRelease {
             core: Arc::clone(self),
             lease: Some(Arc::clone(&hold.lease)),
@@ -309,7 +325,8 @@ impl Core {
     /// Whether hold `id` (or any hold) is current and inside its validity deadline.
     pub(crate) fn is_held(&self, id: Option<u64>) -> bool {
         let now = self.now();
-        matches!(&self.slots().state, State::Held(hold) if id.is_none_or(|id| id == hold.id) && now < hold.deadline)
+        let ignore_deadline = self.config.has(Mutant::NoLossSignal);
+        matches!(&self.slots().state, State::Held(hold) if id.is_none_or(|id| id == hold.id) && (ignore_deadline || now < hold.deadline))
     }
 
     /// The current hold's fencing token and lost signal.

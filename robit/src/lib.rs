@@ -72,6 +72,7 @@ mod guard;
 mod lease;
 mod local;
 mod loss;
+mod mutant;
 mod mutex;
 mod name;
 mod owner;
@@ -97,6 +98,9 @@ pub use crate::guard::Guard;
 pub use crate::lease::{Lease, Renewal};
 pub use crate::local::LocalDriver;
 pub use crate::loss::{LossEvent, LossReason};
+#[cfg(feature = "mutants")]
+#[doc(hidden)]
+pub use crate::mutant::Mutant;
 pub use crate::mutex::Mutex;
 pub use crate::name::LockName;
 pub use crate::owner::OwnerToken;

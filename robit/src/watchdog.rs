@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use crate::config::{MIN_RETRY_DELAY, half_jitter};
 use crate::core::{Core, HoldCtl};
+use crate::mutant::Mutant;
 use crate::{DriverError, Lease, LossReason, Renewal};
 
 /// What ended a renew attempt.
@@ -78,7 +79,11 @@ pub(crate) async fn run(
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());
-                deadline = sent + config.validity;
+                deadline = if config.has(Mutant::ValidityFromReceive) {
+                    clock.now()
+                } else {
+                    sent
+                } + config.validity;
                 if !core.extend(id, deadline) {
                     break None;
                 }

@@ -12,6 +12,8 @@ pub(crate) enum End {
     Unlock,
     /// Loss was signalled.
     Lost,
+    /// The client saw the guard no longer held and dropped it.
+    Dropped,
     /// The client crashed.
     Crash,
     /// The run ended with the lease still believed in.
@@ -92,8 +94,11 @@ impl Beliefs {
                         });
                     }
                 }
-                EventKind::UnlockCalled { lease } | EventKind::Dropped { lease } => {
+                EventKind::UnlockCalled { lease } => {
                     out.close_lease(state, *lease, event.at, End::Unlock)
+                }
+                EventKind::Dropped { lease } => {
+                    out.close_lease(state, *lease, event.at, End::Dropped)
                 }
                 EventKind::Lost { lease, .. } => {
                     out.close_lease(state, *lease, event.at, End::Lost)
@@ -132,12 +137,5 @@ impl Beliefs {
             belief.end = at;
             belief.how = how;
         }
-    }
-
-    /// The belief of `client` in `lease`, if it ever held it.
-    pub(crate) fn find(&self, client: &str, lease: u64) -> Option<&Belief> {
-        self.beliefs
-            .iter()
-            .find(|belief| belief.client == client && belief.lease == lease)
     }
 }

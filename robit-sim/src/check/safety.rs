@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::beliefs::Beliefs;
+use super::beliefs::{Beliefs, End};
 use super::{Promise, Violation};
 use crate::{Event, EventKind};
 
@@ -133,27 +133,39 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> 
                             secs(unlock)
                         ),
                     ));
-                    continue;
-                }
-                let Some(belief) = beliefs.find(&event.who, *lease) else {
-                    continue;
-                };
-                if let Some(free) = grants.free_after(belief.token, belief.start, event.at)
-                    && event.at > free
-                {
-                    found.push(violation(
-                        &event.who,
-                        vec![free, event.at],
-                        format!(
-                            "lease {lease} (token {}) was signalled lost at {}, but the backend could grant the lock to another client from {}",
-                            belief.token,
-                            secs(event.at),
-                            secs(free)
-                        ),
-                    ));
                 }
             }
             _ => {}
+        }
+    }
+    // Whatever ended a belief (a loss signal, an unlock, a dropped guard, or the end of
+    // the run), it must not outlast the instant the backend could let someone else in:
+    // the holder must have been told before then.
+    for belief in &beliefs.beliefs {
+        if belief.how == End::Crash {
+            continue;
+        }
+        let Some(free) = grants.free_after(belief.token, belief.start, belief.end) else {
+            continue;
+        };
+        if belief.end > free {
+            let how = match belief.how {
+                End::Lost => "was signalled lost",
+                End::Unlock => "was still believed in, and unlocked,",
+                End::Dropped => "was still believed in, until its guard was dropped,",
+                _ => "was still believed in",
+            };
+            found.push(violation(
+                &belief.client,
+                vec![free, belief.end],
+                format!(
+                    "lease {} (token {}) {how} at {}, but the backend could grant the lock to another client from {}",
+                    belief.lease,
+                    belief.token,
+                    secs(belief.end),
+                    secs(free)
+                ),
+            ));
         }
     }
     found

@@ -88,6 +88,13 @@ impl ModelConfig {
         config
     }
 
+    /// Plants `mutant` in every client's mutex (for the conformance tests).
+    #[doc(hidden)]
+    pub fn mutant(mut self, mutant: robit::Mutant) -> Self {
+        self.world = self.world.with_mutant(mutant);
+        self
+    }
+
     /// How many random sequences to try (default: `ROBIT_MODEL_CASES`, or 24).
     pub fn cases(mut self, cases: u32) -> Self {
         self.cases = cases.max(1);

@@ -201,6 +201,7 @@ fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, Scena
         safety_margin: lock.safety_margin.map(|d| d.0),
         wait,
         backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),
+        mutant: None,
     };
     // The library's own validation decides what a valid lock is.
     settings
@@ -227,6 +228,9 @@ impl LockSettings {
         }
         if let Some((base, max)) = self.backoff {
             builder = builder.backoff(robit::Backoff::new(base, max));
+        }
+        if let Some(mutant) = self.mutant {
+            builder = builder.mutant(mutant);
         }
         builder.wait(match self.wait {
             Wait::Forever => robit::Wait::Forever,

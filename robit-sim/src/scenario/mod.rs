@@ -141,6 +141,14 @@ impl Scenario {
         })
     }
 
+    /// The scenario with `mutant` planted in every client's mutex: how the conformance
+    /// tests show that a library with that bug would be caught.
+    #[doc(hidden)]
+    pub fn with_mutant(mut self, mutant: robit::Mutant) -> Self {
+        self.lock.mutant = Some(mutant);
+        self
+    }
+
     /// The backend the clients lock through.
     pub fn backend(&self) -> Backend {
         self.backend
@@ -185,6 +193,8 @@ pub(crate) struct LockSettings {
     pub(crate) safety_margin: Option<Duration>,
     pub(crate) wait: Wait,
     pub(crate) backoff: Option<(Duration, Duration)>,
+    /// A bug planted in every client's mutex, for the conformance tests.
+    pub(crate) mutant: Option<robit::Mutant>,
 }
 
 /// How clients wait for the lock.

@@ -60,6 +60,7 @@ pub(super) fn lanes_content(
         let how = match held.how {
             End::Unlock => "unlocked",
             End::Lost => "lost",
+            End::Dropped => "dropped, no longer held",
             End::Crash => "crashed",
             End::StillHeld => "still held at the end",
         };
