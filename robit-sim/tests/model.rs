@@ -1,4 +1,5 @@
-//! Model checking: random sequences of lock, try-lock, unlock, writes, time passing,
+//! Model checking, over the simulated Redis and over the local driver: random sequences
+//! of lock, try-lock, unlock, writes, time passing,
 //! partitions (both ways and one way) and repairs, pauses, drift, client crashes and
 //! restarts and backend restarts, each against a fresh simulated world, with the safety
 //! promises checked after every step and liveness at the end.
@@ -14,6 +15,16 @@ fn random_operation_sequences_keep_the_promises_over_the_local_driver() {
     let config = ModelConfig::local()
         .regressions("proptest-regressions/model-local.txt")
         .replay_command("cargo test -p robit-sim --test model -- local");
+    if let Err(failure) = check_model(&config) {
+        panic!("{failure}");
+    }
+}
+
+#[test]
+fn random_operation_sequences_keep_the_promises_over_the_redis_driver() {
+    let config = ModelConfig::redis()
+        .regressions("proptest-regressions/model-redis.txt")
+        .replay_command("cargo test -p robit-sim --test model -- redis");
     if let Err(failure) = check_model(&config) {
         panic!("{failure}");
     }
