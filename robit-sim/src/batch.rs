@@ -47,6 +47,18 @@ pub fn load_scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>, ScenarioError>
 }
 
 /// The outcome of one (scenario, seed) run in a batch.
+///
+/// # Example
+///
+/// ```no_run
+/// let scenarios = robit_sim::load_scenarios(&["scenarios/holder-crash.toml".into()])?;
+/// for outcome in robit_sim::run_batch(scenarios, 1..=3, 1, |_| {}) {
+///     if !outcome.passed() {
+///         println!("seed {} failed; replay: {}", outcome.seed, outcome.replay_command());
+///     }
+/// }
+/// # Ok::<(), robit_sim::ScenarioError>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Outcome {

@@ -39,6 +39,15 @@ pub struct Event {
 
 /// The kinds of [`Event`]. Leases are numbered per client: a client's `n`th successful
 /// `lock()` holds lease `n`.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::EventKind;
+///
+/// let kind = EventKind::Lost { lease: 2, reason: "deadline".into() };
+/// assert_eq!(kind.label(), "lost");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum EventKind {

@@ -7,6 +7,11 @@
 //! The `robit-sim` command runs scenarios across seeds and replays one run as a
 //! [`Timeline`] (text, or an SVG picture); [`cli`] is that command.
 
+#![cfg_attr(
+    not(test),
+    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod cli;
 
 mod batch;

@@ -45,11 +45,6 @@
 //! native script (an argument that should be a number and is not) fails the script at
 //! the same point as Lua would, but worded by the simulator.
 
-#![cfg_attr(
-    not(test),
-    warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
-)]
-
 mod commands;
 mod connector;
 mod events;

@@ -103,6 +103,16 @@ impl std::fmt::Debug for DriverFactory {
 
 /// The state a served driver keeps: its leases by id. It outlives a restart of the
 /// backend host unless the restart loses state.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::ServedDriver;
+/// use std::sync::Arc;
+///
+/// let served = ServedDriver::new(Arc::new(robit::LocalDriver::new()), 7, 0);
+/// # let _ = served;
+/// ```
 #[derive(Clone)]
 pub struct ServedDriver {
     driver: Arc<dyn Driver>,

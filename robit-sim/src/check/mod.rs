@@ -95,6 +95,15 @@ impl fmt::Display for Promise {
 }
 
 /// A promise name that is not `P1` to `P6`.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::Promise;
+///
+/// let error = "P9".parse::<Promise>().unwrap_err();
+/// assert_eq!(error.to_string(), "unknown promise \"P9\": expected one of P1, P2, P3, P4, P5, P6");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown promise {0:?}: expected one of P1, P2, P3, P4, P5, P6")]
 pub struct UnknownPromise(pub String);

@@ -59,6 +59,19 @@ impl Default for ContractOptions {
 }
 
 /// One contract check's outcome.
+///
+/// # Example
+///
+/// ```no_run
+/// # async fn demo() {
+/// use robit_sim::conformance::{ContractOptions, check_contract};
+///
+/// let report = check_contract(robit::LocalDriver::new, &ContractOptions::default()).await;
+/// for outcome in report.failures() {
+///     eprintln!("broken: {} ({:?})", outcome.rule, outcome.result);
+/// }
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct CheckOutcome {

@@ -66,6 +66,20 @@ impl SimulationOptions {
 }
 
 /// One scenario run of the suite, and whether it passed.
+///
+/// # Example
+///
+/// ```no_run
+/// use robit_sim::DriverFactory;
+/// use robit_sim::conformance::{SimulationOptions, check_in_simulation};
+///
+/// let options = SimulationOptions::new("scenarios").model_cases(0);
+/// let report = check_in_simulation(&DriverFactory::local(), &options)?;
+/// for run in report.runs.iter().filter(|run| !run.passed()) {
+///     eprintln!("{} failed with seed {}", run.scenario, run.seed);
+/// }
+/// # Ok::<(), robit_sim::ScenarioError>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ScenarioOutcome {
@@ -85,6 +99,18 @@ impl ScenarioOutcome {
 }
 
 /// The outcome of [`check_in_simulation`].
+///
+/// # Example
+///
+/// ```no_run
+/// use robit_sim::DriverFactory;
+/// use robit_sim::conformance::{SimulationOptions, check_in_simulation};
+///
+/// let report = check_in_simulation(&DriverFactory::local(), &SimulationOptions::new("scenarios"))?;
+/// println!("{report}");
+/// assert!(report.passed(), "failed: {:?}", report.failed_scenarios());
+/// # Ok::<(), robit_sim::ScenarioError>(())
+/// ```
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct SimulationReport {

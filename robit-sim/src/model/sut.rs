@@ -65,6 +65,7 @@ impl Sut {
         self.world.start(&fault)
     }
 
+    #[allow(clippy::panic)] // How proptest learns the sequence failed.
     fn advance(&mut self, length: Duration) {
         let until = self.world.now() + length;
         while self.world.now() < until {
@@ -112,6 +113,9 @@ impl Sut {
 }
 
 pub(crate) struct ModelTest;
+
+// proptest's state-machine hooks report a broken invariant by panicking: the panics
+// below are how a failing sequence is found, shrunk and reported.
 
 impl StateMachineTest for ModelTest {
     type SystemUnderTest = Sut;
@@ -193,6 +197,7 @@ impl StateMachineTest for ModelTest {
         sut
     }
 
+    #[allow(clippy::panic)] // How proptest learns the sequence failed.
     fn check_invariants(sut: &Sut, _: &RefState) {
         let safety = [
             Promise::MutualExclusion,

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::raw::{Dur, RawClient, RawFault, RawScenario};
-use super::{Action, Backend, Client, Fault, LockSettings, Scenario, ScenarioError, Target, Wait};
+use super::raw::{Dur, RawClient, RawScenario};
+use super::{Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
 use crate::Promise;
 
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
@@ -21,13 +21,17 @@ const MAX_CLIENTS: usize = 200;
 /// Host names a client may not take: fault targets use them.
 const RESERVED: [&str; 5] = ["holder", "clients", "backend", "storage", "world"];
 
-struct Ctx<'a> {
+pub(super) struct Ctx<'a> {
     file: &'a Path,
     text: &'a str,
 }
 
 impl Ctx<'_> {
-    fn error(&self, span: Option<Range<usize>>, message: impl Into<String>) -> ScenarioError {
+    pub(super) fn error(
+        &self,
+        span: Option<Range<usize>>,
+        message: impl Into<String>,
+    ) -> ScenarioError {
         let offset = span.map_or(0, |span| span.start).min(self.text.len());
         let before = &self.text[..offset];
         let line = before.matches('\n').count() + 1;
@@ -130,7 +134,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         .faults
         .iter()
         .enumerate()
-        .map(|(index, fault)| self::fault(&ctx, index + 1, fault, duration, &names))
+        .map(|(index, fault)| super::fault::fault(&ctx, index + 1, fault, duration, &names))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Scenario {
         file: file.to_path_buf(),
@@ -154,11 +158,11 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
     })
 }
 
-fn ms(n: u64) -> Duration {
+pub(super) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-fn pair(
+pub(super) fn pair(
     ctx: &Ctx<'_>,
     value: Option<[Dur; 2]>,
     default: (Duration, Duration),
@@ -303,155 +307,4 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
         }
     }
     Ok(out)
-}
-
-const KINDS: &str = "partition, partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, backend-restart";
-
-fn fault(
-    ctx: &Ctx<'_>,
-    index: usize,
-    entry: &Spanned<RawFault>,
-    duration: Duration,
-    clients: &[&str],
-) -> Result<Fault, ScenarioError> {
-    let span = Some(entry.span());
-    let raw = entry.get_ref();
-    let kind = raw.kind.as_str();
-    let fail =
-        |message: String| ctx.error(span.clone(), format!("fault {index} ({kind}): {message}"));
-    if raw.at.0 >= duration {
-        return Err(fail(format!(
-            "`at` {:?} is not inside the run ({duration:?})",
-            raw.at.0
-        )));
-    }
-    let target = |name: &str| -> Result<Target, ScenarioError> {
-        Ok(match name {
-            "holder" => Target::Holder,
-            "clients" => Target::Clients,
-            "backend" => Target::Backend,
-            "storage" => Target::Storage,
-            client if clients.contains(&client) => Target::Client(client.to_owned()),
-            other => {
-                return Err(fail(format!(
-                    "unknown host {other:?}: expected a client ({}), \"holder\", \"clients\", \"backend\" or \"storage\"",
-                    clients.join(", ")
-                )));
-            }
-        })
-    };
-    let client_target = |name: Option<&String>| -> Result<Target, ScenarioError> {
-        let name =
-            name.ok_or_else(|| fail("needs `host`: a client, \"holder\" or \"clients\"".into()))?;
-        match target(name)? {
-            Target::Backend | Target::Storage if kind != "drift" => {
-                Err(fail(format!("`host` must be a client, not {name:?}")))
-            }
-            found => Ok(found),
-        }
-    };
-    let two = |between: Option<&Vec<String>>| -> Result<(Target, Target), ScenarioError> {
-        match between.map(Vec::as_slice) {
-            Some([a, b]) if a != b => Ok((target(a)?, target(b)?)),
-            _ => Err(fail("needs `between`: two different hosts".into())),
-        }
-    };
-    let (action, allowed): (Action, &[&str]) = match kind {
-        "partition" => {
-            let (a, b) = two(raw.between.as_ref())?;
-            (Action::Partition(a, b), &["between"])
-        }
-        "clog" => {
-            let (a, b) = two(raw.between.as_ref())?;
-            (Action::Clog(a, b), &["between"])
-        }
-        "partition-oneway" => {
-            let (Some(from), Some(to)) = (&raw.from, &raw.to) else {
-                return Err(fail(
-                    "needs `from` and `to`: the direction that drops messages".into(),
-                ));
-            };
-            (
-                Action::PartitionOneway {
-                    from: target(from)?,
-                    to: target(to)?,
-                },
-                &["from", "to"],
-            )
-        }
-        "latency" => {
-            let (low, high) = pair(ctx, raw.latency, (ms(0), ms(0)), "`latency`", span.clone())?;
-            if raw.latency.is_none() {
-                return Err(fail("needs `latency`: [low, high]".into()));
-            }
-            (Action::Latency(low, high), &["latency"])
-        }
-        "loss" => match raw.rate {
-            Some(rate) if (0.0..=1.0).contains(&rate) => (Action::Loss(rate), &["rate"]),
-            _ => return Err(fail("needs `rate`: a probability between 0 and 1".into())),
-        },
-        "drift" => match raw.drift {
-            Some(drift) if drift.is_finite() && drift > -1.0 => (
-                Action::Drift(client_target(raw.host.as_ref())?, drift),
-                &["host", "drift"],
-            ),
-            _ => {
-                return Err(fail(
-                    "needs `drift`: a number above -1 (0.01 is 1% fast)".into(),
-                ));
-            }
-        },
-        "pause" => {
-            if raw.length.is_none() {
-                return Err(fail("needs `for`: how long the host stays paused".into()));
-            }
-            (Action::Pause(client_target(raw.host.as_ref())?), &["host"])
-        }
-        "crash" => (Action::Crash(client_target(raw.host.as_ref())?), &["host"]),
-        "backend-crash" => (
-            Action::BackendCrash {
-                lose_state: raw.lose_state.unwrap_or(false),
-            },
-            &["lose_state"],
-        ),
-        "backend-restart" => {
-            if raw.length.is_some() {
-                return Err(fail(
-                    "a restart is instant: use backend-crash with `for` for downtime".into(),
-                ));
-            }
-            (
-                Action::BackendRestart {
-                    lose_state: raw.lose_state.unwrap_or(false),
-                },
-                &["lose_state"],
-            )
-        }
-        other => {
-            return Err(fail(format!(
-                "unknown kind {other:?}: expected one of {KINDS}"
-            )));
-        }
-    };
-    let given = [
-        ("between", raw.between.is_some()),
-        ("from", raw.from.is_some()),
-        ("to", raw.to.is_some()),
-        ("host", raw.host.is_some()),
-        ("latency", raw.latency.is_some()),
-        ("rate", raw.rate.is_some()),
-        ("drift", raw.drift.is_some()),
-        ("lose_state", raw.lose_state.is_some()),
-    ];
-    if let Some((field, _)) = given
-        .iter()
-        .find(|(field, set)| *set && !allowed.contains(field))
-    {
-        return Err(fail(format!("`{field}` does not apply to this kind")));
-    }
-    Ok(Fault {
-        at: raw.at.0,
-        length: raw.length.map(|d| d.0),
-        action,
-    })
 }

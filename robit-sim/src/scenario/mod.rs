@@ -6,6 +6,7 @@
 //! validated scenario or a [`ScenarioError`] with the file, line and column.
 
 mod error;
+mod fault;
 mod load;
 mod raw;
 
