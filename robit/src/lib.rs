@@ -117,3 +117,13 @@ struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "redis"))]
 #[doc = include_str!("../../docs/redis.md")]
 struct RedisGuideDoctests;
+
+/// The safety argument's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/safety.md")]
+struct SafetyDoctests;
+
+/// The operations guide's code blocks, compiled and run as doctests.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../docs/operations.md")]
+struct OperationsDoctests;
