@@ -229,9 +229,40 @@ impl<C: Connector> Inner<C> {
     {
         let (generation, connection) = self.connection().await?;
         let limit = self.settings.command_timeout;
-        match tokio::time::timeout(limit, command(connection)).await {
+        let mut watch = Abandoned {
+            driver: self,
+            generation,
+            since: tokio::time::Instant::now(),
+            settled: false,
+        };
+        let outcome = match tokio::time::timeout(limit, command(connection)).await {
             Ok(result) => result.map_err(|err| self.failed(generation, err)),
             Err(_) => Err(self.timed_out(generation)),
+        };
+        watch.settled = true;
+        outcome
+    }
+}
+
+/// How long a command may be outstanding before its caller giving up on it counts as a
+/// sign that the connection stopped answering.
+const SUSPECT_AFTER: Duration = Duration::from_millis(10);
+
+/// Retires the connection if the caller abandons a command that has waited a while: the
+/// mutex bounds each renew and acquire by its own timeout, which may be shorter than the
+/// driver's command timeout, and a connection that silently stopped answering would
+/// otherwise never reach the driver's own timeout to be replaced.
+struct Abandoned<'a, C: Connector> {
+    driver: &'a Inner<C>,
+    generation: u64,
+    since: tokio::time::Instant,
+    settled: bool,
+}
+
+impl<C: Connector> Drop for Abandoned<'_, C> {
+    fn drop(&mut self) {
+        if !self.settled && self.since.elapsed() >= SUSPECT_AFTER {
+            self.driver.replace(self.generation);
         }
     }
 }

@@ -304,6 +304,36 @@ async fn a_lock_key_overwritten_by_someone_else_is_a_loss_and_is_left_alone() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_replaced_even_when_the_mutex_gives_up_before_the_driver() {
+    // The driver's command timeout is far longer than the mutex's per-attempt timeout,
+    // so every attempt on the frozen connection is abandoned by the mutex first; the
+    // driver must take that as its cue to open another connection.
+    let server = RedisServer::start();
+    warm_up(&server).await;
+    let proxy = support::FreezingProxy::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .command_timeout(LONG)
+        .build()
+        .unwrap();
+    let mutex = Mutex::builder("half-open-abandoned", driver)
+        .ttl(Duration::from_secs(3))
+        .renew_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    proxy.freeze_existing();
+    let guard = within(
+        Duration::from_secs(10),
+        "a lock through a fresh connection",
+        mutex.lock_with(robit::Wait::Timeout(Duration::from_secs(10))),
+    )
+    .await
+    .unwrap();
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_that_silently_stops_answering_is_replaced() {
     // A half-open connection never errors: every command on it just times out. The
     // driver must give up on it and open another, not wait on it forever.
