@@ -35,3 +35,8 @@ pub use self::remote::{BackendLog, DriverFactory, RemoteDriver, ServedDriver, se
 pub use self::scenario::{Backend, Scenario, ScenarioError};
 pub use self::timeline::Timeline;
 pub use self::world::{Run, RunError, Verdict, run, run_driver};
+
+/// The driver-author guide's code blocks, compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/driver-authors.md")]
+struct DriverAuthorsGuide;
