@@ -195,3 +195,31 @@ fn every_planted_library_bug_is_caught() {
     }
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
 }
+
+#[tokio::test]
+async fn the_simulation_refuses_to_run_inside_a_runtime_with_a_clear_error() {
+    let scenario = load_scenarios(&[scenarios().join("holder-crash.toml")]).expect("loads");
+    let error = robit_sim::run(&scenario[0], 1).expect_err("inside a runtime");
+    assert!(
+        error
+            .to_string()
+            .contains("cannot run inside a tokio runtime"),
+        "{error}"
+    );
+    let failure = check_model(&ModelConfig::local().cases(1)).expect_err("inside a runtime");
+    assert!(failure.reason.contains("cannot run inside a tokio runtime"));
+}
+
+#[test]
+fn a_conformance_run_over_no_scenarios_is_an_error_not_a_pass() {
+    let empty = tempfile::tempdir().expect("a temp dir");
+    let error = check_in_simulation(
+        &DriverFactory::local(),
+        &SimulationOptions::new(empty.path()),
+    )
+    .expect_err("no scenarios");
+    assert!(
+        error.to_string().starts_with("no scenario files"),
+        "{error}"
+    );
+}

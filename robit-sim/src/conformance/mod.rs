@@ -192,6 +192,11 @@ pub fn check_in_simulation(
     options: &SimulationOptions,
 ) -> Result<SimulationReport, ScenarioError> {
     let scenarios = load_scenarios(&options.scenarios)?;
+    if scenarios.is_empty() {
+        return Err(ScenarioError::NoScenarios {
+            paths: options.scenarios.clone(),
+        });
+    }
     let (usable, skipped): (Vec<Scenario>, Vec<Scenario>) = scenarios
         .into_iter()
         .partition(|scenario| !scenario.loses_backend_state());

@@ -168,6 +168,13 @@ impl std::error::Error for ModelFailure {}
 ///
 /// A [`ModelFailure`] with the shrunk sequence if some sequence broke a promise.
 pub fn check_model(config: &ModelConfig) -> Result<(), ModelFailure> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(ModelFailure {
+            ops: Vec::new(),
+            reason: crate::RunError::InsideRuntime.to_string(),
+            replay: config.replay.clone(),
+        });
+    }
     let mut proptest = Config::with_cases(config.cases);
     proptest.failure_persistence = Some(Box::new(match config.regressions {
         Some(path) => FileFailurePersistence::Direct(path),

@@ -24,6 +24,12 @@ pub enum ScenarioError {
         /// Why.
         source: std::io::Error,
     },
+    /// The paths given hold no scenario file (`*.toml`).
+    #[error("no scenario files (*.toml) in {}", paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NoScenarios {
+        /// The paths searched.
+        paths: Vec<PathBuf>,
+    },
     /// The file is not valid TOML, or does not describe a valid scenario.
     #[error("{}:{line}:{column}: {message}", file.display())]
     Invalid {
@@ -43,7 +49,7 @@ impl ScenarioError {
     pub fn line(&self) -> Option<usize> {
         match self {
             Self::Invalid { line, .. } => Some(*line),
-            Self::Read { .. } => None,
+            Self::Read { .. } | Self::NoScenarios { .. } => None,
         }
     }
 
@@ -51,7 +57,7 @@ impl ScenarioError {
     pub fn column(&self) -> Option<usize> {
         match self {
             Self::Invalid { column, .. } => Some(*column),
-            Self::Read { .. } => None,
+            Self::Read { .. } | Self::NoScenarios { .. } => None,
         }
     }
 }

@@ -58,6 +58,13 @@ pub enum RunError {
     /// A host's software failed, or the simulator refused to go on.
     #[error("the simulation stopped: {0}")]
     Simulation(String),
+    /// The simulation was started from inside a tokio runtime: it runs its own runtimes,
+    /// one per simulated host, and cannot nest them. Call it from a plain `#[test]` or
+    /// from `spawn_blocking`.
+    #[error(
+        "a simulation cannot run inside a tokio runtime (it runs one per simulated host); call it from a plain #[test] or from spawn_blocking"
+    )]
+    InsideRuntime,
 }
 
 /// Runs `scenario` with `seed`: a pure function of the two.
@@ -85,6 +92,9 @@ fn run_with(
     seed: u64,
     driver: Option<&DriverFactory>,
 ) -> Result<Run, RunError> {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(RunError::InsideRuntime);
+    }
     let mut world = SimWorld::new(scenario, seed, false, driver);
     // The schedule: (instant, order, fault index, started fault to undo).
     let mut schedule: Vec<(Duration, usize, usize, Option<Applied>)> = scenario
