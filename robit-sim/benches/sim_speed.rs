@@ -44,10 +44,18 @@ fn main() {
         .and_then(|value| value.parse().ok())
         .unwrap_or(20);
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    println!("{:<34} {:>6} {:>7} {:>10}", "idle world (7 hosts, 60 s)", "tick", "runs", "seeds/s");
+    println!(
+        "{:<34} {:>6} {:>7} {:>10}",
+        "idle world (7 hosts, 60 s)", "tick", "runs", "seeds/s"
+    );
     for tick in [1, 10, 50] {
         let rate = idle_world(7, Duration::from_millis(tick), 5);
-        println!("{:<34} {:>6} {:>7} {rate:>10.2}", "", format!("{tick}ms"), 5);
+        println!(
+            "{:<34} {:>6} {:>7} {rate:>10.2}",
+            "",
+            format!("{tick}ms"),
+            5
+        );
     }
     println!();
     println!(

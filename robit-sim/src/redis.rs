@@ -63,6 +63,7 @@ mod store;
 pub use self::commands::EPOCH;
 pub use self::connector::SimConnector;
 pub use self::events::{LockEvent, LockEventKind, Peer};
+pub use self::scripts::RobitScript;
 pub use self::server::{DEFAULT_PORT, SimRedis};
 pub use self::state::RedisState;
 

@@ -42,9 +42,8 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use robit::redis::script_sources;
 use robit_sim::redis::resp::{Frame, decode};
-use robit_sim::redis::{Peer, RedisState};
+use robit_sim::redis::{Peer, RedisState, RobitScript};
 
 const SEEDS: std::ops::Range<u64> = 0..8;
 const STEPS: usize = 300;
@@ -68,29 +67,6 @@ const FENCE: &str = "{d}:fence";
 const QUARANTINE: &str = "{d}:quarantine";
 const CHANNEL: &str = "d:handoff";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Script {
-    Acquire,
-    Renew,
-    Release,
-    Withdraw,
-}
-
-impl Script {
-    fn source(self) -> &'static str {
-        match self {
-            Self::Acquire => script_sources::ACQUIRE,
-            Self::Renew => script_sources::RENEW,
-            Self::Release => script_sources::RELEASE,
-            Self::Withdraw => script_sources::WITHDRAW,
-        }
-    }
-
-    fn sha(self) -> String {
-        sha1_smol::Sha1::from(self.source()).digest().to_string()
-    }
-}
-
 /// How a reply is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Check {
@@ -106,7 +82,7 @@ enum Check {
 enum Step {
     /// A script call; `eval` sends the text, otherwise EVALSHA with the fallback.
     Script {
-        script: Script,
+        script: RobitScript,
         keys: Vec<String>,
         args: Vec<String>,
         eval: bool,
@@ -181,21 +157,21 @@ fn step(rng: &mut StdRng) -> Step {
                 pick(rng, &["0", "0", "0", "45000"]).to_owned(),
             ];
             let keys = vec![lock, queue, FENCE.to_owned(), QUARANTINE.to_owned()];
-            script(Script::Acquire, keys, args, rng)
+            script(RobitScript::Acquire, keys, args, rng)
         }
         30..42 => script(
-            Script::Renew,
+            RobitScript::Renew,
             vec![lock],
             vec![pick(rng, &OWNERS).to_owned(), ttl],
             rng,
         ),
         42..54 => {
             let args = vec![pick(rng, &OWNERS).to_owned(), CHANNEL.to_owned(), handoff];
-            script(Script::Release, vec![lock, queue], args, rng)
+            script(RobitScript::Release, vec![lock, queue], args, rng)
         }
         54..62 => {
             let args = vec![waiter.to_owned(), entry, CHANNEL.to_owned(), handoff];
-            script(Script::Withdraw, vec![lock, queue], args, rng)
+            script(RobitScript::Withdraw, vec![lock, queue], args, rng)
         }
         62..78 => inspect(rng, &lock, &queue),
         78..83 => Step::Expire(pick(rng, &[lock.as_str(), &queue, QUARANTINE, FENCE]).to_owned()),
@@ -234,7 +210,7 @@ fn inspect(rng: &mut StdRng, lock: &str, queue: &str) -> Step {
 
 /// Commands that go wrong, to compare error replies.
 fn mistake(rng: &mut StdRng, lock: &str, queue: &str) -> Step {
-    let sha = Script::Renew.sha();
+    let sha = RobitScript::Renew.sha();
     let bad: [Vec<&str>; 10] = [
         vec!["GET"],
         vec!["GET", lock, queue],
@@ -388,7 +364,7 @@ fn compare(seed: u64, real: &mut Real) -> usize {
                 args,
                 eval,
             } => {
-                let check = if script == Script::Acquire {
+                let check = if script == RobitScript::Acquire {
                     Check::AcquireReply
                 } else {
                     Check::Exact
@@ -404,11 +380,11 @@ fn compare(seed: u64, real: &mut Real) -> usize {
                     both(call("EVAL", script.source().to_owned()), check, &mut done);
                     continue;
                 }
-                let reply = both(call("EVALSHA", script.sha()), check, &mut done);
+                let reply = both(call("EVALSHA", script.sha().to_owned()), check, &mut done);
                 if matches!(&reply, Frame::Error(e) if e.starts_with(b"NOSCRIPT")) {
                     let load = words(&["SCRIPT", "LOAD", script.source()]);
                     both(load, Check::Exact, &mut done);
-                    both(call("EVALSHA", script.sha()), check, &mut done);
+                    both(call("EVALSHA", script.sha().to_owned()), check, &mut done);
                 }
             }
         }

@@ -145,3 +145,13 @@ fn arbitrary_garbage_is_an_error_not_a_panic() {
         assert!(Scenario::parse("g.toml", text).is_err(), "{text:?}");
     }
 }
+
+#[test]
+fn an_enormous_client_count_is_refused_before_anything_is_allocated() {
+    let text = GOOD.replace("count = 2", "count = 4294967295");
+    let message = error(&text);
+    assert!(message.contains("at most 200 clients"), "{message}");
+    let many =
+        format!("{GOOD}\n[[clients]]\nname = \"d\"\ncount = 199\nhold = [\"1ms\", \"2ms\"]\n");
+    assert!(error(&many).contains("this entry would make 201"));
+}

@@ -4,7 +4,7 @@
 use super::commands::{Exec, check, dispatch};
 use super::events::{LockEvent, LockEventKind};
 use super::resp::Frame;
-use super::scripts::Kind;
+use super::scripts::RobitScript;
 
 /// A `redis.call` site: text that finds it in the script, and which occurrence.
 pub(crate) type Site = (&'static str, usize);
@@ -16,7 +16,7 @@ pub(crate) type Raised = Frame;
 /// script it is (its SHA1 and text name a failure).
 pub(crate) struct Script<'e, 'a> {
     pub(crate) exec: &'e mut Exec<'a>,
-    pub(crate) kind: Kind,
+    pub(crate) kind: RobitScript,
 }
 
 impl Script<'_, '_> {

@@ -18,7 +18,7 @@ use super::commands::Exec;
 use super::events::LockEventKind;
 use super::lua::{Raised, Script, Site, argument, number, pair, string, tonumber};
 use super::resp::Frame;
-use super::scripts::Kind;
+use super::scripts::RobitScript;
 use super::store::parse_integer;
 
 const GET_LOCK: Site = ("redis.call('GET', lock)", 0);
@@ -42,12 +42,17 @@ const SET_RESERVED: Site = ("redis.call('SET', lock, 'W' .. waiter, 'PX', window
 const PUBLISH: Site = ("redis.call('PUBLISH', channel, waiter)", 0);
 const PEXPIRE_RENEWED: Site = ("redis.call('PEXPIRE', KEYS[1], ARGV[2])", 0);
 /// Runs `kind` with `keys` and `argv`; the script's reply.
-pub(crate) fn run(exec: &mut Exec<'_>, kind: Kind, keys: &[Vec<u8>], argv: &[Vec<u8>]) -> Frame {
+pub(crate) fn run(
+    exec: &mut Exec<'_>,
+    kind: RobitScript,
+    keys: &[Vec<u8>],
+    argv: &[Vec<u8>],
+) -> Frame {
     let (need_keys, need_args) = match kind {
-        Kind::Acquire => (4, 8),
-        Kind::Renew => (1, 2),
-        Kind::Release => (2, 3),
-        Kind::Withdraw => (2, 4),
+        RobitScript::Acquire => (4, 8),
+        RobitScript::Renew => (1, 2),
+        RobitScript::Release => (2, 3),
+        RobitScript::Withdraw => (2, 4),
     };
     if keys.len() < need_keys || argv.len() < need_args {
         return Frame::error(format!(
@@ -60,10 +65,10 @@ pub(crate) fn run(exec: &mut Exec<'_>, kind: Kind, keys: &[Vec<u8>], argv: &[Vec
     }
     let mut script = Script { exec, kind };
     let result = match kind {
-        Kind::Acquire => acquire(&mut script, keys, argv),
-        Kind::Renew => renew(&mut script, keys, argv),
-        Kind::Release => release(&mut script, keys, argv),
-        Kind::Withdraw => withdraw(&mut script, keys, argv),
+        RobitScript::Acquire => acquire(&mut script, keys, argv),
+        RobitScript::Renew => renew(&mut script, keys, argv),
+        RobitScript::Release => release(&mut script, keys, argv),
+        RobitScript::Withdraw => withdraw(&mut script, keys, argv),
     };
     result.unwrap_or_else(|raised| raised)
 }
@@ -310,10 +315,10 @@ mod tests {
         ];
         let hand_off = [LPOP_HAND_OFF, DEL_LOCK, SET_RESERVED, PUBLISH];
         let uses = [
-            (Kind::Acquire, [&acquire[..], &hand_off[..]].concat()),
-            (Kind::Renew, vec![PEXPIRE_RENEWED]),
-            (Kind::Release, hand_off.to_vec()),
-            (Kind::Withdraw, hand_off.to_vec()),
+            (RobitScript::Acquire, [&acquire[..], &hand_off[..]].concat()),
+            (RobitScript::Renew, vec![PEXPIRE_RENEWED]),
+            (RobitScript::Release, hand_off.to_vec()),
+            (RobitScript::Withdraw, hand_off.to_vec()),
         ];
         for (kind, sites) in uses {
             for site in sites {
@@ -321,7 +326,7 @@ mod tests {
             }
         }
         // The two LPOPs of acquire are told apart.
-        let source = Kind::Acquire.source();
+        let source = RobitScript::Acquire.source();
         assert!(line_of(source, LPOP_GRANTED) > line_of(source, LPOP_HAND_OFF));
         assert!(line_of(source, SET_FENCE_CLOCK) > line_of(source, SET_FENCE_FIRST));
     }

@@ -14,20 +14,36 @@ use super::commands::{Exec, integer};
 use super::native;
 use super::resp::Frame;
 
-/// One of robit's scripts.
+/// One of robit's scripts, as the simulated Redis recognises it: tests and fuzz targets
+/// call the scripts by these texts and SHAs.
+///
+/// # Example
+///
+/// ```
+/// use robit_sim::redis::RobitScript;
+///
+/// let renew = RobitScript::Renew;
+/// assert_eq!(renew.sha().len(), 40);
+/// assert!(renew.source().contains("PEXPIRE"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Kind {
+pub enum RobitScript {
+    /// Grants, queues, or refuses during a quarantine.
     Acquire,
+    /// Extends the caller's own grant.
     Renew,
+    /// Deletes the caller's own grant, handing the lock to the next waiter.
     Release,
+    /// Takes a waiter out of the queue.
     Withdraw,
 }
 
-impl Kind {
-    pub(crate) const ALL: [Self; 4] = [Self::Acquire, Self::Renew, Self::Release, Self::Withdraw];
+impl RobitScript {
+    /// All four.
+    pub const ALL: [Self; 4] = [Self::Acquire, Self::Renew, Self::Release, Self::Withdraw];
 
     /// The exact text robit sends.
-    pub(crate) fn source(self) -> &'static str {
+    pub fn source(self) -> &'static str {
         match self {
             Self::Acquire => sources::ACQUIRE,
             Self::Renew => sources::RENEW,
@@ -36,7 +52,8 @@ impl Kind {
         }
     }
 
-    pub(crate) fn name(self) -> &'static str {
+    /// The script's name: `acquire`, `renew`, `release`, `withdraw`.
+    pub fn name(self) -> &'static str {
         match self {
             Self::Acquire => "acquire",
             Self::Renew => "renew",
@@ -46,9 +63,9 @@ impl Kind {
     }
 
     /// The SHA1 of [`source`](Self::source), in lower-case hex as Redis writes it.
-    pub(crate) fn sha(self) -> &'static str {
+    pub fn sha(self) -> &'static str {
         static SHAS: LazyLock<[String; 4]> =
-            LazyLock::new(|| Kind::ALL.map(|kind| sha1_hex(kind.source().as_bytes())));
+            LazyLock::new(|| RobitScript::ALL.map(|kind| sha1_hex(kind.source().as_bytes())));
         &SHAS[self as usize]
     }
 
@@ -67,16 +84,16 @@ pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
 /// and on a restart that loses state.
 #[derive(Debug, Default)]
 pub(crate) struct ScriptCache {
-    loaded: BTreeMap<String, Kind>,
+    loaded: BTreeMap<String, RobitScript>,
 }
 
 impl ScriptCache {
-    fn load(&mut self, kind: Kind) -> &'static str {
+    fn load(&mut self, kind: RobitScript) -> &'static str {
         self.loaded.insert(kind.sha().to_owned(), kind);
         kind.sha()
     }
 
-    fn find(&self, sha: &[u8]) -> Option<Kind> {
+    fn find(&self, sha: &[u8]) -> Option<RobitScript> {
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
         self.loaded.get(&sha).copied()
     }
@@ -118,7 +135,7 @@ pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame
             None => return Frame::error(NOSCRIPT),
         }
     } else {
-        match Kind::of_text(&args[1]) {
+        match RobitScript::of_text(&args[1]) {
             Some(kind) => {
                 exec.scripts.load(kind);
                 kind
@@ -133,7 +150,7 @@ pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame
 /// SCRIPT LOAD / EXISTS / FLUSH / KILL (the subcommand and its arity are checked).
 pub(crate) fn script(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
     match args[1].to_ascii_lowercase().as_slice() {
-        b"load" => match Kind::of_text(&args[2]) {
+        b"load" => match RobitScript::of_text(&args[2]) {
             Some(kind) => Frame::bulk(exec.scripts.load(kind)),
             None => not_robits(),
         },
@@ -168,10 +185,22 @@ mod tests {
     #[test]
     fn robits_scripts_are_the_ones_the_native_implementations_follow() {
         let pinned = [
-            (Kind::Acquire, "e69eaf5f6c442657896c2951cfc322d79ede6a76"),
-            (Kind::Renew, "3fe856c1e166fd96ac380ee6c2f14cb8e818fe66"),
-            (Kind::Release, "cfcd9891f7ec66a4027e0c5e3179cee666c8387f"),
-            (Kind::Withdraw, "fb4c3f694b0471760a44f8fc24387e22e0da7367"),
+            (
+                RobitScript::Acquire,
+                "e69eaf5f6c442657896c2951cfc322d79ede6a76",
+            ),
+            (
+                RobitScript::Renew,
+                "3fe856c1e166fd96ac380ee6c2f14cb8e818fe66",
+            ),
+            (
+                RobitScript::Release,
+                "cfcd9891f7ec66a4027e0c5e3179cee666c8387f",
+            ),
+            (
+                RobitScript::Withdraw,
+                "fb4c3f694b0471760a44f8fc24387e22e0da7367",
+            ),
         ];
         for (kind, sha) in pinned {
             assert_eq!(
@@ -187,9 +216,12 @@ mod tests {
 
     #[test]
     fn a_text_is_recognised_only_if_it_is_exactly_one_of_robits_scripts() {
-        assert_eq!(Kind::of_text(sources::RENEW.as_bytes()), Some(Kind::Renew));
+        assert_eq!(
+            RobitScript::of_text(sources::RENEW.as_bytes()),
+            Some(RobitScript::Renew)
+        );
         let altered = format!("{} ", sources::RENEW);
-        assert_eq!(Kind::of_text(altered.as_bytes()), None);
-        assert_eq!(Kind::of_text(b"return 1"), None);
+        assert_eq!(RobitScript::of_text(altered.as_bytes()), None);
+        assert_eq!(RobitScript::of_text(b"return 1"), None);
     }
 }

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::resp::Frame;
-use super::scripts::Kind;
+use super::scripts::RobitScript;
 use super::session::{Next, Session};
 use super::{EPOCH, LockEvent, LockEventKind, Peer, RedisState};
 
@@ -57,7 +57,7 @@ impl Backend {
         self.state.execute(&self.peer, now, &command)
     }
 
-    fn eval(&self, now: Duration, kind: Kind, keys: &[&str], args: &[&str]) -> Frame {
+    fn eval(&self, now: Duration, kind: RobitScript, keys: &[&str], args: &[&str]) -> Frame {
         let numkeys = keys.len().to_string();
         let mut words = vec!["EVAL", kind.source(), &numkeys];
         words.extend_from_slice(keys);
@@ -82,17 +82,17 @@ impl Backend {
         let args = [
             owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine,
         ];
-        self.eval(at(now), Kind::Acquire, &keys, &args)
+        self.eval(at(now), RobitScript::Acquire, &keys, &args)
     }
 
     fn renew(&self, now: u64, owner: &str, ttl: &str) -> Frame {
-        self.eval(at(now), Kind::Renew, &[LOCK], &[owner, ttl])
+        self.eval(at(now), RobitScript::Renew, &[LOCK], &[owner, ttl])
     }
 
     fn release(&self, now: u64, owner: &str) -> Frame {
         self.eval(
             at(now),
-            Kind::Release,
+            RobitScript::Release,
             &[LOCK, QUEUE],
             &[owner, CHANNEL, HANDOFF_MS],
         )
@@ -102,7 +102,7 @@ impl Backend {
         let entry = format!("{id}:{poll}");
         self.eval(
             at(now),
-            Kind::Withdraw,
+            RobitScript::Withdraw,
             &[LOCK, QUEUE],
             &[id, &entry, CHANNEL, HANDOFF_MS],
         )
@@ -328,7 +328,7 @@ fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answe
     let Frame::Error(error) = backend.acquire(0, OWNER_A, "10000", None, "0") else {
         panic!("acquire succeeded on a list");
     };
-    let source = Kind::Acquire.source();
+    let source = RobitScript::Acquire.source();
     let line = 1 + source
         .lines()
         .position(|l| l.contains("redis.call('GET', lock)"))
@@ -336,7 +336,7 @@ fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answe
     let expected = format!(
         "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on \
          @user_script:{line}.",
-        Kind::Acquire.sha()
+        RobitScript::Acquire.sha()
     );
     assert_eq!(String::from_utf8(error).unwrap(), expected);
     assert_eq!(
@@ -363,13 +363,13 @@ fn a_call_that_fails_midway_keeps_the_writes_made_before_it() {
 #[test]
 fn scripts_are_loaded_flushed_and_lost_like_redis_does_and_other_lua_is_refused() {
     let backend = Backend::new();
-    let sha = Kind::Renew.sha();
+    let sha = RobitScript::Renew.sha();
     let evalsha =
         |backend: &Backend| backend.run(at(0), &["EVALSHA", sha, "1", LOCK, OWNER_A, "1"]);
     let noscript = Frame::error("NOSCRIPT No matching script. Please use EVAL.");
     assert_eq!(evalsha(&backend), noscript);
     assert_eq!(
-        backend.run(at(0), &["SCRIPT", "LOAD", Kind::Renew.source()]),
+        backend.run(at(0), &["SCRIPT", "LOAD", RobitScript::Renew.source()]),
         Frame::bulk(sha)
     );
     assert_eq!(evalsha(&backend), int(0));
@@ -380,7 +380,7 @@ fn scripts_are_loaded_flushed_and_lost_like_redis_does_and_other_lua_is_refused(
     );
     assert_eq!(backend.run(at(0), &["SCRIPT", "FLUSH"]), Frame::ok());
     assert_eq!(evalsha(&backend), noscript);
-    backend.run(at(0), &["SCRIPT", "LOAD", Kind::Renew.source()]);
+    backend.run(at(0), &["SCRIPT", "LOAD", RobitScript::Renew.source()]);
     backend.state.wipe();
     assert_eq!(evalsha(&backend), noscript);
     let refused = backend.run(at(0), &["EVAL", "return 1", "0"]);

@@ -1,5 +1,6 @@
 //! From TOML text to a validated [`Scenario`].
 
+use std::collections::BTreeSet;
 use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
@@ -252,6 +253,7 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
         ));
     }
     let mut out: Vec<Client> = Vec::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     for entry in raw {
         let span = Some(entry.span());
         let client = entry.get_ref();
@@ -284,13 +286,28 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
         if !drift.is_finite() || drift <= -1.0 {
             return Err(ctx.error(span, "`drift` must be a number above -1 (0.01 is 1% fast)"));
         }
-        let names: Vec<String> = match client.count {
-            None => vec![client.name.clone()],
+        // Check the count against the room left before expanding it: a count of four
+        // billion must be an error, not an attempt to allocate four billion names.
+        let count = match client.count {
+            None => 1,
             Some(0) => return Err(ctx.error(span, "`count` must be at least 1")),
-            Some(count) => (1..=count).map(|n| format!("{}{n}", client.name)).collect(),
+            Some(count) => count as usize,
         };
-        for name in names {
-            if out.iter().any(|other| other.name == name) {
+        if count > MAX_CLIENTS - out.len() {
+            return Err(ctx.error(
+                span,
+                format!(
+                    "at most {MAX_CLIENTS} clients in a scenario; this entry would make {}",
+                    out.len().saturating_add(count)
+                ),
+            ));
+        }
+        for n in 1..=count {
+            let name = match client.count {
+                None => client.name.clone(),
+                Some(_) => format!("{}{n}", client.name),
+            };
+            if !taken.insert(name.clone()) {
                 return Err(ctx.error(span, format!("two clients are named {name:?}")));
             }
             out.push(Client {
@@ -301,9 +318,6 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
                 writes: client.writes.unwrap_or(2),
                 drift,
             });
-        }
-        if out.len() > MAX_CLIENTS {
-            return Err(ctx.error(span, format!("at most {MAX_CLIENTS} clients")));
         }
     }
     Ok(out)
