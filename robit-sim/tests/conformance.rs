@@ -117,12 +117,13 @@ fn first_failing_seed(
     None
 }
 
-const DRIVER_BUGS: [Bug; 6] = [
+const DRIVER_BUGS: [Bug; 7] = [
     Bug::ReleaseWithoutOwnerCheck,
     Bug::RenewWithoutOwnerCheck,
     Bug::NonAtomicAcquire,
     Bug::TokenResetsAfterExpiry,
     Bug::TtlIgnored,
+    Bug::GrantOutlivesTtl,
     Bug::RenewSucceedsAfterExpiry,
 ];
 

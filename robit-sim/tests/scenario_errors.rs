@@ -155,3 +155,12 @@ fn an_enormous_client_count_is_refused_before_anything_is_allocated() {
         format!("{GOOD}\n[[clients]]\nname = \"d\"\ncount = 199\nhold = [\"1ms\", \"2ms\"]\n");
     assert!(error(&many).contains("this entry would make 201"));
 }
+
+#[test]
+fn absurdly_long_holds_are_refused() {
+    let text = GOOD.replace(
+        "hold = [\"10ms\", \"20ms\"]",
+        "hold = [\"10ms\", \"1000years\"]",
+    );
+    assert!(error(&text).contains("at most 1h"), "{}", error(&text));
+}

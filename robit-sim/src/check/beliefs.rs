@@ -67,7 +67,11 @@ impl Beliefs {
         for event in events {
             let state = clients.entry(&event.who).or_default();
             match &event.kind {
-                EventKind::LockCalled => state.called = Some(event.at),
+                // A waiter that gave up and asks again is still waiting: the wait runs
+                // from its first lock() until it acquires.
+                EventKind::LockCalled => {
+                    state.called.get_or_insert(event.at);
+                }
                 EventKind::Acquired { lease, token } => {
                     let called = state.called.take().unwrap_or(event.at);
                     out.waits.push(Wait {
@@ -85,14 +89,6 @@ impl Beliefs {
                         end,
                         how: End::StillHeld,
                     });
-                }
-                EventKind::LockFailed { .. } => {
-                    if let Some(called) = state.called.take() {
-                        out.waits.push(Wait {
-                            start: called,
-                            end: event.at,
-                        });
-                    }
                 }
                 EventKind::UnlockCalled { lease } => {
                     out.close_lease(state, *lease, event.at, End::Unlock)

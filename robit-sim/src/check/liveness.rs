@@ -13,7 +13,11 @@ fn secs(at: Duration) -> String {
 
 /// The windows during which a fault was active; a fault never repaired lasts until
 /// the end of the run.
-pub(super) fn fault_windows(events: &[Event], end: Duration) -> Vec<(Duration, Duration)> {
+pub(super) fn fault_windows(
+    events: &[Event],
+    end: Duration,
+    crashes: bool,
+) -> Vec<(Duration, Duration)> {
     let mut open: BTreeMap<(&str, &str), Vec<Duration>> = BTreeMap::new();
     let mut windows = Vec::new();
     for event in events {
@@ -29,7 +33,7 @@ pub(super) fn fault_windows(events: &[Event], end: Duration) -> Vec<(Duration, D
                     windows.push((start, event.at));
                 }
             }
-            EventKind::Crashed => windows.push((event.at, event.at)),
+            EventKind::Crashed if crashes => windows.push((event.at, event.at)),
             _ => {}
         }
     }
@@ -40,18 +44,30 @@ pub(super) fn fault_windows(events: &[Event], end: Duration) -> Vec<(Duration, D
     windows
 }
 
-/// P3: a loss with no fault in the two TTLs before it is spurious.
+/// P3: a loss with no fault in the two TTLs before it is spurious. A lease the client
+/// found no longer held (a `dropped` event) counts as lost too, unless its loss was
+/// signalled first.
 pub(super) fn no_spurious_loss(
     events: &[Event],
     _beliefs: &Beliefs,
     config: &CheckConfig,
 ) -> Vec<Violation> {
-    let windows = fault_windows(events, config.end);
+    let windows = fault_windows(events, config.end, true);
     let lookback = config.ttl * 2;
     let mut found = Vec::new();
+    let mut signalled: BTreeMap<(&str, u64), ()> = BTreeMap::new();
     for event in events {
-        let EventKind::Lost { lease, reason } = &event.kind else {
-            continue;
+        let what = match &event.kind {
+            EventKind::Lost { lease, reason } => {
+                signalled.insert((&event.who, *lease), ());
+                format!("lost lease {lease} ({reason})")
+            }
+            EventKind::Dropped { lease }
+                if !signalled.contains_key(&(event.who.as_str(), *lease)) =>
+            {
+                format!("found lease {lease} no longer held")
+            }
+            _ => continue,
         };
         let from = event.at.saturating_sub(lookback);
         let excused = windows
@@ -63,7 +79,7 @@ pub(super) fn no_spurious_loss(
                 clients: vec![event.who.clone()],
                 instants: vec![event.at],
                 message: format!(
-                    "{} lost lease {lease} at {} ({reason}) with no fault in the {} before",
+                    "{} {what} at {} with no fault in the {} before",
                     event.who,
                     secs(event.at),
                     secs(lookback)
@@ -74,29 +90,38 @@ pub(super) fn no_spurious_loss(
     found
 }
 
-/// P5: once every fault has healed (and the settling time passed), nobody waits longer
-/// than the liveness bound while nobody holds the lock.
+/// The stretches in which P5 applies: outside every fault, and a settling time after
+/// each one heals. Client crashes are not faults here: a crashed holder's grant blocking
+/// the others longer than the bound is exactly what P5 must catch.
+fn healthy_periods(events: &[Event], config: &CheckConfig) -> Vec<(Duration, Duration)> {
+    let mut blocked: Vec<(Duration, Duration)> = fault_windows(events, config.end, false)
+        .into_iter()
+        .map(|(start, end)| (start, end.saturating_add(config.settle).min(config.end)))
+        .collect();
+    blocked.sort();
+    let mut periods = Vec::new();
+    let mut from = Duration::ZERO;
+    for (start, end) in blocked {
+        if start > from {
+            periods.push((from, start));
+        }
+        from = from.max(end);
+    }
+    if from < config.end {
+        periods.push((from, config.end));
+    }
+    periods
+}
+
+/// P5: in every healthy stretch (see [`healthy_periods`]), nobody waits longer than the
+/// liveness bound while nobody holds the lock. A waiter waits from its first `lock()`
+/// until it acquires, whatever failed attempts lie between.
 pub(super) fn liveness(
     events: &[Event],
     beliefs: &Beliefs,
     config: &CheckConfig,
 ) -> Vec<Violation> {
-    let windows = fault_windows(events, config.end);
-    let healed = windows
-        .iter()
-        .map(|&(_, end)| end)
-        .max()
-        .unwrap_or_default();
-    if healed >= config.end {
-        return Vec::new();
-    }
-    // Recovery from a fault takes time (reconnecting, a quarantine); with no fault at
-    // all, the bound applies from the start.
-    let from = if windows.is_empty() {
-        Duration::ZERO
-    } else {
-        healed + config.settle
-    };
+    let periods = healthy_periods(events, config);
     // +1 / -1 changes in holders and waiters, by instant.
     let mut changes: BTreeMap<Duration, (i64, i64)> = BTreeMap::new();
     for belief in &beliefs.beliefs {
@@ -107,26 +132,9 @@ pub(super) fn liveness(
         changes.entry(wait.start).or_default().1 += 1;
         changes.entry(wait.end).or_default().1 -= 1;
     }
+    let mut gaps = Vec::new();
     let (mut holders, mut waiters) = (0_i64, 0_i64);
     let mut gap: Option<Duration> = None;
-    let mut found = Vec::new();
-    let report = |start: Duration, stop: Duration, found: &mut Vec<Violation>| {
-        let start = start.max(from);
-        if stop > start && stop - start > config.liveness_bound {
-            found.push(Violation {
-                promise: Promise::Liveness,
-                clients: Vec::new(),
-                instants: vec![start, stop],
-                message: format!(
-                    "from {} to {} someone waited and nobody held the lock: {} against a bound of {}",
-                    secs(start),
-                    secs(stop),
-                    secs(stop - start),
-                    secs(config.liveness_bound)
-                ),
-            });
-        }
-    };
     for (&at, &(held, waiting)) in &changes {
         holders += held;
         waiters += waiting;
@@ -134,14 +142,34 @@ pub(super) fn liveness(
         match (gap, stalled) {
             (None, true) => gap = Some(at),
             (Some(start), false) => {
-                report(start, at, &mut found);
+                gaps.push((start, at));
                 gap = None;
             }
             _ => {}
         }
     }
     if let Some(start) = gap {
-        report(start, config.end, &mut found);
+        gaps.push((start, config.end));
+    }
+    let mut found = Vec::new();
+    for (gap_start, gap_end) in gaps {
+        for &(from, to) in &periods {
+            let (start, stop) = (gap_start.max(from), gap_end.min(to));
+            if stop > start && stop - start > config.liveness_bound {
+                found.push(Violation {
+                    promise: Promise::Liveness,
+                    clients: Vec::new(),
+                    instants: vec![start, stop],
+                    message: format!(
+                        "from {} to {} someone waited and nobody held the lock: {} against a bound of {}",
+                        secs(start),
+                        secs(stop),
+                        secs(stop - start),
+                        secs(config.liveness_bound)
+                    ),
+                });
+            }
+        }
     }
     found
 }

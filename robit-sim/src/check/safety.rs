@@ -74,14 +74,20 @@ impl Grants {
     /// The instant the backend could first grant the lock to someone other than the
     /// holder of `token` (whose lease began at `start`), judging by what it had promised
     /// that holder before `at`.
-    fn free_after(&self, token: u64, start: Duration, at: Duration) -> Option<Duration> {
+    fn free_after(
+        &self,
+        client: &str,
+        token: u64,
+        start: Duration,
+        at: Duration,
+    ) -> Option<Duration> {
         let index = self
             .order
             .iter()
-            .rposition(|(when, granted, _)| *granted == token && *when <= start)?;
+            .rposition(|(when, granted, to)| *granted == token && to == client && *when <= start)?;
         let granted_at = self.order[index].0;
         let next = self.order.get(index + 1).map(|(when, _, _)| *when);
-        let until = self
+        let mut promises: Vec<(Duration, Duration)> = self
             .untils
             .iter()
             .filter(|(when, promised, _)| {
@@ -90,8 +96,17 @@ impl Grants {
                     && *when <= at
                     && next.is_none_or(|next| *when < next)
             })
-            .map(|(_, _, until)| *until)
-            .max()?;
+            .map(|(when, _, until)| (*when, *until))
+            .collect();
+        promises.sort();
+        // A grant that lapsed stays lapsed: a later "renewal" cannot fill the gap.
+        let mut until = promises.first()?.1;
+        for &(when, promised) in &promises[1..] {
+            if when > until {
+                break;
+            }
+            until = until.max(promised);
+        }
         Some(next.map_or(until, |next| next.min(until)))
     }
 }
@@ -145,7 +160,8 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> 
         if belief.how == End::Crash {
             continue;
         }
-        let Some(free) = grants.free_after(belief.token, belief.start, belief.end) else {
+        let Some(free) = grants.free_after(&belief.client, belief.token, belief.start, belief.end)
+        else {
             continue;
         };
         if belief.end > free {

@@ -282,6 +282,10 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
             return Err(ctx.error(span, "`hold` must allow a hold longer than zero"));
         }
         let think = pair(ctx, client.think, (ms(0), ms(50)), "`think`", span.clone())?;
+        let start = client.start.map_or(Duration::ZERO, |d| d.0);
+        if hold.1 > MAX_DURATION || think.1 > MAX_DURATION || start > MAX_DURATION {
+            return Err(ctx.error(span, "`hold`, `think` and `start` must each be at most 1h"));
+        }
         let drift = client.drift.unwrap_or(0.0);
         if !drift.is_finite() || drift <= -1.0 {
             return Err(ctx.error(span, "`drift` must be a number above -1 (0.01 is 1% fast)"));
@@ -312,7 +316,7 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
             }
             out.push(Client {
                 name,
-                start: client.start.map_or(Duration::ZERO, |d| d.0),
+                start,
                 hold,
                 think,
                 writes: client.writes.unwrap_or(2),

@@ -120,7 +120,7 @@ impl ClientHost {
                 if self.client.writes > 0 {
                     self.history
                         .record(name, EventKind::WriteSent { lease, token });
-                    storage::write(token, Duration::from_secs(1)).await;
+                    storage::write(token, Duration::from_secs(1), &self.clock).await;
                 }
             }
             self.unlock(guard, lease).await;
@@ -170,7 +170,7 @@ impl ClientHost {
                         let (lease, token) = (*lease, *token);
                         self.history
                             .record(name, EventKind::WriteSent { lease, token });
-                        storage::write(token, Duration::from_secs(1)).await;
+                        storage::write(token, Duration::from_secs(1), &self.clock).await;
                     }
                 }
             }

@@ -40,7 +40,10 @@ fn holder(history: &History) -> Option<String> {
     for event in history.events() {
         match event.kind {
             EventKind::Acquired { .. } => open.push(event.who),
-            EventKind::UnlockCalled { .. } | EventKind::Lost { .. } | EventKind::Crashed => {
+            EventKind::UnlockCalled { .. }
+            | EventKind::Lost { .. }
+            | EventKind::Dropped { .. }
+            | EventKind::Crashed => {
                 open.retain(|who| *who != event.who);
             }
             _ => {}

@@ -8,7 +8,9 @@ use robit::{FenceGate, FenceToken};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use turmoil::net::{TcpListener, TcpStream};
 
-use crate::{EventKind, History};
+use robit::Clock;
+
+use crate::{EventKind, History, SimClock};
 
 pub(crate) const HOST: &str = "storage";
 pub(crate) const PORT: u16 = 7000;
@@ -70,8 +72,9 @@ pub(crate) async fn serve(
     }
 }
 
-/// Sends one fenced write; a write that times out or fails is simply lost.
-pub(crate) async fn write(token: u64, timeout: Duration) {
+/// Sends one fenced write; a write that times out or fails is simply lost. The timeout
+/// runs on the client's own clock, so a paused client does not give up mid-pause.
+pub(crate) async fn write(token: u64, timeout: Duration, clock: &SimClock) {
     let exchange = async {
         let stream = TcpStream::connect((HOST, PORT)).await?;
         let (read, mut write) = stream.into_split();
@@ -82,5 +85,10 @@ pub(crate) async fn write(token: u64, timeout: Duration) {
         BufReader::new(read).read_line(&mut reply).await?;
         Ok::<_, std::io::Error>(())
     };
-    let _ = tokio::time::timeout(timeout, exchange).await;
+    let deadline = clock.now() + timeout;
+    tokio::select! {
+        biased;
+        _ = exchange => {}
+        () = clock.sleep_until(deadline) => {}
+    }
 }

@@ -27,6 +27,9 @@ pub enum Bug {
     TokenResetsAfterExpiry,
     /// The TTL is ignored: grants never expire.
     TtlIgnored,
+    /// Grants last twice the TTL asked for: safe, but a crashed holder blocks the others
+    /// for twice as long as promised.
+    GrantOutlivesTtl,
     /// A renew after expiry answers "renewed" without bringing the grant back.
     RenewSucceedsAfterExpiry,
 }
@@ -76,6 +79,8 @@ impl PlantedDriver {
     fn expiry(&self, ttl: Duration) -> Instant {
         if self.bug == Bug::TtlIgnored {
             self.clock.now() + Duration::from_secs(365 * 24 * 3600)
+        } else if self.bug == Bug::GrantOutlivesTtl {
+            self.clock.now() + ttl * 2
         } else {
             self.clock.now() + ttl
         }
