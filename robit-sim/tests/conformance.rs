@@ -23,7 +23,9 @@ use robit::{Mutant, TokioClock};
 use robit_sim::conformance::{
     ContractOptions, SimulationOptions, check_contract, check_in_simulation,
 };
-use robit_sim::{DriverFactory, ModelConfig, Scenario, check_model, load_scenarios, run_driver};
+use robit_sim::{
+    DriverFactory, ModelConfig, ModelFailure, Scenario, check_model, load_scenarios, run_driver,
+};
 
 fn scenarios() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
@@ -117,6 +119,18 @@ fn first_failing_seed(
     None
 }
 
+/// Prints what the scenarios and the model check made of a planted bug.
+fn print_catches(scenario: &Option<(u64, String)>, model: &Result<(), ModelFailure>) {
+    match scenario {
+        Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
+        None => println!("  scenarios: not caught in 3 seeds"),
+    }
+    match model {
+        Ok(()) => println!("  model: not caught in 32 sequences"),
+        Err(failure) => println!("  model: {failure}"),
+    }
+}
+
 const DRIVER_BUGS: [Bug; 7] = [
     Bug::ReleaseWithoutOwnerCheck,
     Bug::RenewWithoutOwnerCheck,
@@ -153,14 +167,7 @@ fn every_planted_driver_bug_is_caught() {
             "  contract: {} of 10 rules broken: {broken:?}",
             broken.len()
         );
-        match &scenario {
-            Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
-            None => println!("  scenarios: not caught in 3 seeds"),
-        }
-        match &model {
-            Ok(()) => println!("  model: not caught in 32 sequences"),
-            Err(failure) => println!("  model: {failure}"),
-        }
+        print_catches(&scenario, &model);
         if broken.is_empty() && scenario.is_none() && model.is_ok() {
             survivors.push(bug);
         }
@@ -182,14 +189,7 @@ fn every_planted_library_bug_is_caught() {
         let scenario = first_failing_seed(&DriverFactory::local(), Some(mutant), 3);
         let model = check_model(&ModelConfig::local().mutant(mutant).cases(32));
         println!("{mutant:?}");
-        match &scenario {
-            Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
-            None => println!("  scenarios: not caught in 3 seeds"),
-        }
-        match &model {
-            Ok(()) => println!("  model: not caught in 32 sequences"),
-            Err(failure) => println!("  model: {failure}"),
-        }
+        print_catches(&scenario, &model);
         if scenario.is_none() && model.is_ok() {
             survivors.push(mutant);
         }

@@ -17,9 +17,11 @@
     clippy::unwrap_used
 )]
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use common::{scale, scaled};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -50,17 +52,6 @@ const ROBIT_SENDS: &[&str] = &["evalsha", "eval", "script|load", "subscribe", "p
 /// The commands rslock sends itself: `SET NX PX` to acquire, its unlock script by hash.
 /// Its script calls `GET` and `DEL` inside.
 const RSLOCK_SENDS: &[&str] = &["set", "evalsha", "eval", "script|load"];
-
-fn scale() -> f64 {
-    std::env::var("ROBIT_BENCH_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0)
-}
-
-fn scaled(n: usize) -> usize {
-    ((n as f64) * scale()).max(1.0) as usize
-}
 
 /// rslock's retry delays for the contention phase, in ms.
 fn rslock_delays() -> Vec<u64> {
@@ -862,8 +853,7 @@ fn main() {
         .build()
         .unwrap();
     // `ROBIT_BENCH_PHASES=throughput` (comma-separated) runs only some phases.
-    let phases = std::env::var("ROBIT_BENCH_PHASES").unwrap_or_default();
-    let run = |phase: &str| phases.is_empty() || phases.split(',').any(|p| p == phase);
+    let run = common::enabled;
     runtime.block_on(async {
         let mut stats = Meter::new(&server).await;
         // A fresh server has no fencing counter: without this, robit's first grant

@@ -12,9 +12,11 @@
     clippy::unwrap_used
 )]
 
+mod common;
 #[path = "../tests/support/mod.rs"]
 mod support;
 
+use common::{scale, scaled};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -80,17 +82,6 @@ impl Connector for CountingConnector {
     fn describe(&self) -> String {
         self.url.describe()
     }
-}
-
-fn scale() -> f64 {
-    std::env::var("ROBIT_BENCH_SCALE")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1.0)
-}
-
-fn scaled(n: usize) -> usize {
-    ((n as f64) * scale()).max(1.0) as usize
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -503,8 +494,7 @@ fn main() {
     println!("# robit Redis driver benchmark\n");
     println!("redis-server on loopback; client on one tokio current-thread runtime.");
     // `ROBIT_BENCH_PHASES=throughput` (comma-separated) runs only some phases.
-    let phases = std::env::var("ROBIT_BENCH_PHASES").unwrap_or_default();
-    let run = |phase: &str| phases.is_empty() || phases.split(',').any(|p| p == phase);
+    let run = common::enabled;
     runtime.block_on(async {
         if run("uncontended") {
             uncontended(&server).await;

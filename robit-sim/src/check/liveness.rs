@@ -47,11 +47,7 @@ pub(super) fn fault_windows(
 /// P3: a loss with no fault in the two TTLs before it is spurious. A lease the client
 /// found no longer held (a `dropped` event) counts as lost too, unless its loss was
 /// signalled first.
-pub(super) fn no_spurious_loss(
-    events: &[Event],
-    _beliefs: &Beliefs,
-    config: &CheckConfig,
-) -> Vec<Violation> {
+pub(super) fn no_spurious_loss(events: &[Event], config: &CheckConfig) -> Vec<Violation> {
     let windows = fault_windows(events, config.end, true);
     let lookback = config.ttl * 2;
     let mut found = Vec::new();

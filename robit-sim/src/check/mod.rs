@@ -240,7 +240,7 @@ pub fn check(history: &History, config: &CheckConfig, promises: &[Promise]) -> V
         let found = match promise {
             Promise::MutualExclusion => safety::mutual_exclusion(&beliefs),
             Promise::EarlyLoss => safety::early_loss(&events, &beliefs),
-            Promise::NoSpuriousLoss => liveness::no_spurious_loss(&events, &beliefs, config),
+            Promise::NoSpuriousLoss => liveness::no_spurious_loss(&events, config),
             Promise::Fencing => safety::fencing(&events, &beliefs),
             Promise::Liveness => liveness::liveness(&events, &beliefs, config),
             Promise::SafeRelease => safety::safe_release(&events),

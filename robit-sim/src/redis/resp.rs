@@ -408,6 +408,12 @@ fn parse_i64(text: &[u8]) -> Option<i64> {
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
+    decimal(negative, digits)
+}
+
+/// The value of ASCII `digits` (already checked to be digits), negated if `negative`;
+/// `None` on overflow. Shared by the protocol's lengths and the commands' integers.
+pub(crate) fn decimal(negative: bool, digits: &[u8]) -> Option<i64> {
     let mut value: i64 = 0;
     for &digit in digits {
         let digit = i64::from(digit - b'0');

@@ -229,18 +229,7 @@ pub(crate) fn parse_integer(text: &[u8]) -> Option<i64> {
     if !valid {
         return None;
     }
-    let mut value: i64 = 0;
-    let negative = digits.len() != text.len();
-    for &digit in digits {
-        let digit = i64::from(digit - b'0');
-        value = value.checked_mul(10)?;
-        value = if negative {
-            value.checked_sub(digit)?
-        } else {
-            value.checked_add(digit)?
-        };
-    }
-    Some(value)
+    super::resp::decimal(digits.len() != text.len(), digits)
 }
 
 #[cfg(test)]
