@@ -6,6 +6,7 @@ use turmoil::Sim;
 
 use super::BACKEND;
 use super::storage;
+use crate::check::{Beliefs, End};
 use crate::scenario::{Action, Fault, Target};
 use crate::{EventKind, History, SimClock};
 
@@ -34,22 +35,15 @@ pub(crate) fn someone_holds(history: &History) -> bool {
     holder(history).is_some()
 }
 
-/// The current holder: the client with a lease it still believes in, if any.
+/// The current holder: the client with a lease it still believes in, if any (the most
+/// recent, should beliefs overlap). The checkers' own account of beliefs decides.
 fn holder(history: &History) -> Option<String> {
-    let mut open: Vec<String> = Vec::new();
-    for event in history.events() {
-        match event.kind {
-            EventKind::Acquired { .. } => open.push(event.who),
-            EventKind::UnlockCalled { .. }
-            | EventKind::Lost { .. }
-            | EventKind::Dropped { .. }
-            | EventKind::Crashed => {
-                open.retain(|who| *who != event.who);
-            }
-            _ => {}
-        }
-    }
-    open.pop()
+    Beliefs::from_events(&history.events(), Duration::MAX)
+        .beliefs
+        .into_iter()
+        .filter(|belief| belief.how == End::StillHeld)
+        .max_by_key(|belief| belief.start)
+        .map(|belief| belief.client)
 }
 
 fn resolve(target: &Target, hosts: &dyn Hosts, history: &History) -> Vec<String> {
