@@ -5,17 +5,17 @@
 //! signalled at most once, and never after an unlock that won the race.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::config::Config;
 use crate::mutant::Mutant;
 use crate::stats::StatsCells;
+use crate::watchdog::{self, Duty, Watched};
 use crate::{DriverError, FenceToken, Lease, LockError, LossEvent, LossReason, Stats, UnlockError};
 
 pub(crate) struct Core {
@@ -29,6 +29,13 @@ struct Slots {
     state: State,
     /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
     last: Option<Ended>,
+    /// The mutex's watchdog task, once a hold has started it.
+    watchdog: Option<watchdog::Running>,
+    /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
+    /// for the watchdog to release them.
+    to_release: Vec<Arc<dyn Lease>>,
+    /// Set when the last of the mutex and its guards is gone: the watchdog exits.
+    closed: bool,
 }
 
 enum State {
@@ -59,10 +66,11 @@ struct Hold {
     id: u64,
     lease: Arc<dyn Lease>,
     fence: FenceToken,
+    /// When the acquire that granted the lease was sent: the first renew is timed from it.
+    sent: Instant,
     acquired_at: Instant,
     deadline: Instant,
     lost: CancellationToken,
-    ctl: Arc<HoldCtl>,
 }
 
 /// Runs backend work that nobody waits for any more — an abandoned acquire's grant, a
@@ -84,33 +92,8 @@ struct PendingRelease {
 impl Drop for PendingRelease {
     fn drop(&mut self) {
         if let Some(lease) = self.lease.take() {
-            let core = Arc::clone(&self.core);
-            in_background(async move {
-                let _ = core
-                    .within(core.config.renew_timeout, lease.release())
-                    .await;
-            });
+            in_background(watchdog::release(Arc::clone(&self.core), lease));
         }
-    }
-}
-
-/// How the owner of a hold tells its watchdog to stop.
-pub(crate) struct HoldCtl {
-    stop: tokio::sync::Notify,
-    /// Set before `stop` when the watchdog should release the lease on its way out
-    /// (the hold was dropped rather than unlocked).
-    pub(crate) release_on_stop: AtomicBool,
-}
-
-impl HoldCtl {
-    /// Tells the watchdog to stop; it sees this even if it is not waiting yet.
-    pub(crate) fn stop(&self) {
-        self.stop.notify_one();
-    }
-
-    /// Completes once [`stop`](Self::stop) has been called.
-    pub(crate) async fn stopped(&self) {
-        self.stop.notified().await;
     }
 }
 
@@ -130,6 +113,9 @@ impl Core {
             state: StdMutex::new(Slots {
                 state: State::Idle,
                 last: None,
+                watchdog: None,
+                to_release: Vec::new(),
+                closed: false,
             }),
             next_hold: AtomicU64::new(1),
         }
@@ -165,7 +151,8 @@ impl Core {
         }
     }
 
-    /// Acquiring → Held, and starts the hold's watchdog.
+    /// Acquiring → Held, and hands the hold to the mutex's watchdog, starting one on
+    /// `runtime` if the mutex has none running there.
     pub(crate) fn install(
         self: &Arc<Self>,
         runtime: &tokio::runtime::Handle,
@@ -177,33 +164,59 @@ impl Core {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
         let fence = lease.fence();
         let lost = CancellationToken::new();
-        let ctl = Arc::new(HoldCtl {
-            stop: tokio::sync::Notify::new(),
-            release_on_stop: AtomicBool::new(false),
-        });
-        self.slots().state = State::Held(Hold {
+        let mut slots = self.slots();
+        slots.state = State::Held(Hold {
             id,
-            lease: Arc::clone(&lease),
+            lease,
             fence,
+            sent,
             acquired_at,
             deadline,
             lost: lost.clone(),
-            ctl: Arc::clone(&ctl),
         });
-        let watchdog = crate::watchdog::run(Arc::clone(self), lease, id, ctl, sent, deadline);
-        let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %self.config.name, fence = fence.get());
-        // An instrumented future costs something on every poll even when no subscriber
-        // listens; skip it then.
-        if span.is_disabled() {
-            runtime.spawn(watchdog);
-        } else {
-            runtime.spawn(watchdog.instrument(span));
+        match &slots.watchdog {
+            Some(running) if running.serves(runtime) => running.wake(),
+            _ => {
+                if let Some(stale) = slots.watchdog.take() {
+                    stale.stop();
+                }
+                slots.watchdog = Some(watchdog::start(self, runtime));
+            }
         }
         Installed {
             id,
             acquired_at,
             fence,
             lost,
+        }
+    }
+
+    /// What the watchdog is to do now: it hands over the leases waiting to be released,
+    /// says whether the watchdog should exit, and shows the current hold.
+    pub(crate) fn duty(&self) -> Duty {
+        let mut slots = self.slots();
+        Duty {
+            to_release: std::mem::take(&mut slots.to_release),
+            exit: slots.closed,
+            hold: match &slots.state {
+                State::Held(hold) => Some(Watched {
+                    id: hold.id,
+                    lease: Arc::clone(&hold.lease),
+                    sent: hold.sent,
+                    deadline: hold.deadline,
+                }),
+                State::Idle | State::Acquiring => None,
+            },
+        }
+    }
+
+    /// The last of the mutex and its guards is gone: its watchdog exits, once it has
+    /// released what it was given to release.
+    pub(crate) fn close(&self) {
+        let mut slots = self.slots();
+        slots.closed = true;
+        if let Some(running) = &slots.watchdog {
+            running.wake();
         }
     }
 
@@ -261,6 +274,9 @@ impl Core {
                 id: hold.id,
                 unreported_loss: None,
             });
+            if let Some(running) = &slots.watchdog {
+                running.wake();
+            }
             drop(slots);
             let now = self.now();
             self.stats
@@ -280,7 +296,6 @@ impl Core {
     /// Unlocks and waits for the backend to confirm the release.
     pub(crate) async fn unlock(self: &Arc<Self>, id: Option<u64>) -> Result<(), UnlockError> {
         let (hold, now) = self.end_voluntarily(id)?;
-        hold.ctl.stop();
         if self.config.has(Mutant::LossAfterUnlock) {
             let event = LossEvent {
                 name: self.config.name.clone(),
@@ -313,12 +328,23 @@ impl Core {
     }
 
     /// Ends the current hold (or hold `id`) and has its watchdog release the lease in the
-    /// background: the path for dropped guards and mutexes.
-    pub(crate) fn release_in_background(&self, id: Option<u64>) {
-        if let Ok((hold, _)) = self.end_voluntarily(id) {
-            tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
-            hold.ctl.release_on_stop.store(true, Ordering::Release);
-            hold.ctl.stop();
+    /// background: the path for dropped guards and mutexes. Without a live watchdog (its
+    /// runtime shut down), the release runs on the current runtime, if there is one.
+    pub(crate) fn release_in_background(self: &Arc<Self>, id: Option<u64>) {
+        let Ok((hold, _)) = self.end_voluntarily(id) else {
+            return;
+        };
+        tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
+        let mut slots = self.slots();
+        match &slots.watchdog {
+            Some(running) if running.is_alive() => {
+                running.wake();
+                slots.to_release.push(hold.lease);
+            }
+            _ => {
+                drop(slots);
+                in_background(watchdog::release(Arc::clone(self), hold.lease));
+            }
         }
     }
 

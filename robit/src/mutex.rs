@@ -74,6 +74,7 @@ pub(crate) struct Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         self.core.release_in_background(None);
+        self.core.close();
     }
 }
 

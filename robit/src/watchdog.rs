@@ -1,22 +1,126 @@
-//! The task that keeps one hold's lease alive, and signals its loss.
+//! The task that keeps a mutex's leases alive, and signals their loss.
 //!
-//! One watchdog runs per hold. It renews the lease every renew period (measured from the
-//! *send* time of the last successful acquire or renew), retries failed renews, and owns
-//! the validity deadline: the instant the deadline passes without a successful renew, it
-//! signals loss — which is before the backend can grant the lock to anyone else, because
-//! the deadline is `send time + TTL × (1 − drift) − margin` and the backend keeps the
-//! grant until at least `send time + TTL`.
+//! One watchdog runs per mutex, started by its first hold on the runtime that acquired
+//! it, and parked between holds: starting a task per hold cost more than a lock + unlock
+//! on a fast backend. A hold on another runtime starts a new watchdog there (the old one
+//! is stopped), so the leases are always renewed by a runtime that is running.
+//!
+//! For each hold it renews the lease every renew period (measured from the *send* time
+//! of the last successful acquire or renew), retries failed renews, and owns the validity
+//! deadline: the instant the deadline passes without a successful renew, it signals loss
+//! — which is before the backend can grant the lock to anyone else, because the deadline
+//! is `send time + TTL × (1 − drift) − margin` and the backend keeps the grant until at
+//! least `send time + TTL`.
+//!
+//! The mutex wakes it whenever a hold starts or ends, and when the last of the mutex and
+//! its guards is gone; it exits then, after handing any lease still to be released to a
+//! release task of its own.
 
 use std::pin::pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::config::{MIN_RETRY_DELAY, half_jitter};
-use crate::core::{Core, HoldCtl};
+use crate::core::Core;
 use crate::mutant::Mutant;
 use crate::{DriverError, Lease, LossReason, Renewal};
+
+/// A mutex's running watchdog, as the mutex sees it.
+pub(crate) struct Running {
+    runtime: tokio::runtime::Id,
+    task: JoinHandle<()>,
+    wake: Arc<Notify>,
+}
+
+impl Running {
+    /// Whether this watchdog runs on `runtime` and has not ended (a runtime that shuts
+    /// down drops its tasks).
+    pub(crate) fn serves(&self, runtime: &tokio::runtime::Handle) -> bool {
+        self.runtime == runtime.id() && self.is_alive()
+    }
+
+    pub(crate) fn is_alive(&self) -> bool {
+        !self.task.is_finished()
+    }
+
+    /// Has the watchdog look at the mutex again. A wake while it is busy is kept for
+    /// when it next waits.
+    pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Stops a watchdog that another has replaced.
+    pub(crate) fn stop(self) {
+        self.task.abort();
+    }
+}
+
+/// Starts a watchdog for `core` on `runtime`; it picks up the current hold at once.
+pub(crate) fn start(core: &Arc<Core>, runtime: &tokio::runtime::Handle) -> Running {
+    let wake = Arc::new(Notify::new());
+    let task = runtime.spawn(run(Arc::clone(core), Arc::clone(&wake)));
+    Running {
+        runtime: runtime.id(),
+        task,
+        wake,
+    }
+}
+
+/// What the watchdog finds when it looks at the mutex.
+pub(crate) struct Duty {
+    /// Leases of holds dropped without an unlock: release them.
+    pub(crate) to_release: Vec<Arc<dyn Lease>>,
+    /// The mutex is gone: exit.
+    pub(crate) exit: bool,
+    /// The current hold, if any.
+    pub(crate) hold: Option<Watched>,
+}
+
+/// A hold, as the watchdog needs it.
+pub(crate) struct Watched {
+    pub(crate) id: u64,
+    pub(crate) lease: Arc<dyn Lease>,
+    pub(crate) sent: Instant,
+    pub(crate) deadline: Instant,
+}
+
+/// Looks at the mutex: starts the releases it was handed, and says whether to keep
+/// watching hold `id` (`None`: whether to keep running at all) and which hold is current.
+fn review(core: &Arc<Core>, id: Option<u64>) -> (bool, Option<Watched>) {
+    let duty = core.duty();
+    for lease in duty.to_release {
+        tokio::spawn(release(Arc::clone(core), lease));
+    }
+    let keep =
+        !duty.exit && id.is_none_or(|id| duty.hold.as_ref().is_some_and(|hold| hold.id == id));
+    (keep, duty.hold)
+}
+
+async fn run(core: Arc<Core>, wake: Arc<Notify>) {
+    loop {
+        let (keep, hold) = review(&core, None);
+        if !keep {
+            return;
+        }
+        match hold {
+            Some(hold) => {
+                let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %core.config.name, fence = hold.lease.fence().get());
+                // An instrumented future costs something on every poll even when no
+                // subscriber listens; skip it then.
+                if span.is_disabled() {
+                    watch(&core, &wake, hold).await;
+                } else {
+                    watch(&core, &wake, hold).instrument(span).await;
+                }
+            }
+            None => wake.notified().await,
+        }
+    }
+}
 
 /// What ended a renew attempt.
 enum Attempt {
@@ -27,26 +131,33 @@ enum Attempt {
     TimedOut,
 }
 
-pub(crate) async fn run(
-    core: Arc<Core>,
-    lease: Arc<dyn Lease>,
-    id: u64,
-    ctl: Arc<HoldCtl>,
-    sent: Instant,
-    mut deadline: Instant,
-) {
+/// Keeps one hold's lease alive until the hold ends, and signals its loss.
+async fn watch(core: &Arc<Core>, wake: &Notify, hold: Watched) {
+    let Watched {
+        id,
+        lease,
+        sent,
+        mut deadline,
+    } = hold;
     let config = &core.config;
     let clock = &*config.clock;
     let mut driver_lost = pin!(lease.lost());
     let mut next_renew = sent + config.renew_period;
+    // Woken: look again, and stop if the hold ended or the mutex is gone.
+    let ended = || !review(core, Some(id)).0;
 
     // One timer at a time: the renew time always comes before the deadline, and an
     // attempt's timeout never runs past it, so waking for the sooner of the two and then
     // reading the clock tells which it was.
-    let reason = loop {
+    let reason = 'hold: loop {
         tokio::select! {
             biased;
-            () = ctl.stopped() => break None,
+            () = wake.notified() => {
+                if ended() {
+                    break None;
+                }
+                continue;
+            }
             () = &mut driver_lost => break Some(LossReason::DriverSignalled),
             () = clock.sleep_until(next_renew.min(deadline)) => {}
         }
@@ -56,12 +167,19 @@ pub(crate) async fn run(
 
         let sent = clock.now();
         let attempt_end = (sent + config.renew_timeout).min(deadline);
-        let attempt = tokio::select! {
-            biased;
-            () = ctl.stopped() => Attempt::Stopped,
-            () = &mut driver_lost => Attempt::DriverSignalled,
-            result = lease.renew(config.ttl) => Attempt::Done(result),
-            () = clock.sleep_until(attempt_end) => Attempt::TimedOut,
+        let mut renew = pin!(lease.renew(config.ttl));
+        let attempt = loop {
+            tokio::select! {
+                biased;
+                () = wake.notified() => {
+                    if ended() {
+                        break Attempt::Stopped;
+                    }
+                }
+                () = &mut driver_lost => break Attempt::DriverSignalled,
+                result = &mut renew => break Attempt::Done(result),
+                () = clock.sleep_until(attempt_end) => break Attempt::TimedOut,
+            }
         };
 
         match attempt {
@@ -75,7 +193,7 @@ pub(crate) async fn run(
             }
             Attempt::TimedOut => {
                 let error = DriverError::Timeout(attempt_end - sent);
-                next_renew = retry_after(&core, &error, deadline);
+                next_renew = retry_after(core, &error, deadline);
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());
@@ -85,30 +203,33 @@ pub(crate) async fn run(
                     sent
                 } + config.validity;
                 if !core.extend(id, deadline) {
-                    break None;
+                    break 'hold None;
                 }
                 core.stats.renewed(slack);
                 next_renew = sent + config.renew_period;
                 tracing::trace!(target: "robit", ?slack, "renewed");
             }
             Attempt::Done(Ok(Renewal::Lost)) => break Some(LossReason::NotOwner),
-            Attempt::Done(Err(error)) => next_renew = retry_after(&core, &error, deadline),
+            Attempt::Done(Err(error)) => next_renew = retry_after(core, &error, deadline),
         }
     };
 
-    let signalled = reason.is_some_and(|reason| core.lose(id, reason));
     // After a deadline loss the grant may still be live on the backend: free it early for
-    // the next waiter (owner-checked, so harmless if it is gone). A hold that was dropped
-    // rather than unlocked — even one whose drop beat the loss to it — is released here.
-    let release = if signalled {
-        reason == Some(LossReason::DeadlinePassed)
-    } else {
-        ctl.release_on_stop.load(Ordering::Acquire)
-    };
-    if release {
-        if let Err(error) = core.within(config.renew_timeout, lease.release()).await {
-            tracing::warn!(target: "robit", %error, "release not confirmed; the grant lapses at its expiry");
+    // the next waiter (owner-checked, so harmless if it is gone).
+    if let Some(reason) = reason {
+        if core.lose(id, reason) && reason == LossReason::DeadlinePassed {
+            tokio::spawn(release(Arc::clone(core), Arc::clone(&lease)));
         }
+    }
+}
+
+/// Releases a lease nobody waits on, once, bounded by the renew timeout.
+pub(crate) async fn release(core: Arc<Core>, lease: Arc<dyn Lease>) {
+    if let Err(error) = core
+        .within(core.config.renew_timeout, lease.release())
+        .await
+    {
+        tracing::warn!(target: "robit", %error, "release not confirmed; the grant lapses at its expiry");
     }
 }
 

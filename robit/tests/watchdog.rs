@@ -1,0 +1,136 @@
+//! The watchdog's life: one task per mutex, on a runtime that is running, gone with the
+//! mutex.
+
+use std::time::Duration;
+
+use robit::{LocalDriver, LockError, Mutex};
+use tokio::runtime::{Builder, Runtime};
+
+const TTL: Duration = Duration::from_secs(3);
+
+fn paused_runtime() -> Runtime {
+    Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap()
+}
+
+fn mutex(driver: &LocalDriver) -> Mutex {
+    Mutex::builder("watched", driver.clone())
+        .ttl(TTL)
+        .build()
+        .unwrap()
+}
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+/// Lets every task that is ready run.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn one_watchdog_serves_every_hold_of_a_mutex_and_ends_with_it() {
+    let driver = LocalDriver::new();
+    let mutex = mutex(&driver);
+    assert_eq!(alive_tasks(), 0);
+    for _ in 0..100 {
+        let guard = mutex.lock().await.unwrap();
+        settle().await;
+        guard.unlock().await.unwrap();
+    }
+    settle().await;
+    assert_eq!(alive_tasks(), 1, "a hundred holds, one watchdog");
+
+    let guard = mutex.lock().await.unwrap();
+    tokio::time::sleep(TTL * 4).await;
+    assert!(guard.is_held());
+    assert!(mutex.stats().renew_success >= 11, "{:?}", mutex.stats());
+    guard.unlock().await.unwrap();
+
+    drop(mutex);
+    settle().await;
+    assert_eq!(alive_tasks(), 0, "the watchdog outlived its mutex");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_dropped_mutex_releases_its_hold_and_its_watchdog_ends() {
+    let driver = LocalDriver::new();
+    let holder = mutex(&driver);
+    let rival = mutex(&driver);
+    holder.acquire().await.unwrap();
+    assert!(matches!(
+        rival.try_lock().await,
+        Err(LockError::Contended { .. })
+    ));
+
+    drop(holder);
+    settle().await;
+    rival.try_lock().await.unwrap().unlock().await.unwrap();
+    settle().await;
+    // The rival's own watchdog is the only task left.
+    assert_eq!(alive_tasks(), 1);
+}
+
+#[test]
+fn a_hold_on_a_second_runtime_is_renewed_there_while_the_first_sits_idle() {
+    let first = paused_runtime();
+    let second = paused_runtime();
+    let driver = LocalDriver::new();
+    // The first hold starts a watchdog on the first runtime, which then stops running.
+    let mutex = first.block_on(async {
+        let mutex = mutex(&driver);
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+        mutex
+    });
+
+    second.block_on(async {
+        let guard = mutex.lock().await.unwrap();
+        tokio::time::sleep(TTL * 5).await;
+        assert!(guard.is_held(), "no renewal on the runtime that holds");
+        assert!(mutex.stats().renew_success >= 14, "{:?}", mutex.stats());
+        assert_eq!(mutex.stats().lost, 0);
+        guard.unlock().await.unwrap();
+    });
+    drop(first);
+}
+
+#[test]
+fn a_guard_dropped_after_its_watchdog_runtime_shut_down_still_releases() {
+    let first = paused_runtime();
+    let driver = LocalDriver::new();
+    let (mutex, guard) = first.block_on(async {
+        let mutex = mutex(&driver);
+        let guard = mutex.lock().await.unwrap();
+        (mutex, guard)
+    });
+    // The watchdog goes with its runtime.
+    drop(first);
+
+    let second = paused_runtime();
+    second.block_on(async {
+        let rival = Mutex::builder("watched", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap();
+        assert!(matches!(
+            rival.try_lock().await,
+            Err(LockError::Contended { .. })
+        ));
+        drop(guard);
+        settle().await;
+        rival.try_lock().await.unwrap().unlock().await.unwrap();
+        // And the mutex can hold again, renewed by a watchdog on this runtime.
+        let guard = mutex.lock().await.unwrap();
+        tokio::time::sleep(TTL * 2).await;
+        assert!(guard.is_held());
+        guard.unlock().await.unwrap();
+    });
+}
