@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{FromRedisValue, ScriptInvocation};
+use redis::FromRedisValue;
 
 pub use self::config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
@@ -72,7 +72,7 @@ pub use self::scripts::sources as script_sources;
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
-use self::scripts::{ACQUIRE, WITHDRAW};
+use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
 use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
@@ -209,12 +209,10 @@ impl<C: Connector> Inner<C> {
         DriverError::Timeout(self.settings.command_timeout)
     }
 
-    /// Runs one script invocation: one round trip, bounded by the command timeout.
-    async fn run<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> Result<T, DriverError> {
-        self.bounded(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+    /// Runs one script call: one round trip (three after a NOSCRIPT), bounded as a whole
+    /// by the command timeout.
+    async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, DriverError> {
+        self.bounded(|mut connection| async move { call.invoke(&mut connection).await })
             .await
     }
 
@@ -322,9 +320,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
         } else {
             millis_ceil(settings.quarantine.max(request.ttl))
         };
-        let mut invocation = ACQUIRE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
+        let mut call = ScriptCall::new(&ACQUIRE, 4, 8, 256);
+        call.key(&keys.lock)
             .key(&keys.queue)
             .key(&settings.fence_key)
             .key(&settings.quarantine_key)
@@ -336,7 +333,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window))
             .arg(quarantine);
-        let (status, value): (i64, i64) = inner.run(&invocation).await?;
+        let (status, value): (i64, i64) = inner.run(&call).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
         match (status, u64::try_from(value)) {
             (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
@@ -381,15 +378,14 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let settings = &self.inner.settings;
         let keys = settings.lock_keys(&request.name);
         let (id, entry) = waiter_args(waiter);
-        let mut invocation = WITHDRAW.prepare_invoke();
-        invocation
-            .key(&keys.lock)
+        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, 128);
+        call.key(&keys.lock)
             .key(&keys.queue)
             .arg(id)
             .arg(entry)
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window));
-        let _passed_on: i64 = self.inner.run(&invocation).await?;
+        let _passed_on: i64 = self.inner.run(&call).await?;
         Ok(())
     }
 }

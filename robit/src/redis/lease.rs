@@ -7,7 +7,7 @@ use async_trait::async_trait;
 
 use super::config::millis_ceil;
 use super::keys::LockKeys;
-use super::scripts::{RELEASE, RENEW};
+use super::scripts::{RELEASE, RENEW, ScriptCall};
 use super::{Connector, Inner};
 use crate::{DriverError, FenceToken, Lease, Renewal};
 
@@ -26,12 +26,11 @@ impl<C: Connector> Lease for RedisLease<C> {
     }
 
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
-        let mut invocation = RENEW.prepare_invoke();
-        invocation
-            .key(&self.keys.lock)
+        let mut call = ScriptCall::new(&RENEW, 1, 2, 96);
+        call.key(&self.keys.lock)
             .arg(&self.owner)
             .arg(millis_ceil(ttl));
-        let renewed: i64 = self.inner.run(&invocation).await?;
+        let renewed: i64 = self.inner.run(&call).await?;
         Ok(if renewed == 1 {
             Renewal::Renewed
         } else {
@@ -41,14 +40,13 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn release(&self) -> Result<(), DriverError> {
         let settings = &self.inner.settings;
-        let mut invocation = RELEASE.prepare_invoke();
-        invocation
-            .key(&self.keys.lock)
+        let mut call = ScriptCall::new(&RELEASE, 2, 3, 128);
+        call.key(&self.keys.lock)
             .key(&self.keys.queue)
             .arg(&self.owner)
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window));
-        let _released: i64 = self.inner.run(&invocation).await?;
+        let _released: i64 = self.inner.run(&call).await?;
         Ok(())
     }
 }

@@ -1,12 +1,17 @@
 //! The server-side scripts: one round trip per operation.
 //!
-//! Each is loaded once and called with EVALSHA; `redis::Script` reloads it on NOSCRIPT
-//! (after SCRIPT FLUSH or a restart) and retries, transparently. The scripts that can
-//! free a lock share the hand-off logic in `scripts/handoff.lua`, prepended at load.
+//! Each is called with EVALSHA. A [`ScriptCall`] writes the keys and arguments straight
+//! into the command's buffer — `redis::ScriptInvocation` would collect each into a
+//! vector of its own and then copy them all into the command, which is most of a call's
+//! client-side work — and on NOSCRIPT (after SCRIPT FLUSH or a restart) it loads the
+//! script and sends the same EVALSHA once more, exactly as `ScriptInvocation` does, so
+//! the commands on the wire are the same. The scripts that can free a lock share the
+//! hand-off logic in `scripts/handoff.lua`, prepended at load.
 
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script, ServerErrorKind, ToRedisArgs};
 
 /// The exact text of every script the driver sends, hand-off prelude included.
 ///
@@ -37,3 +42,58 @@ pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(sourc
 pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RENEW));
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
 pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));
+
+/// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
+/// directly in the command's buffer.
+pub(super) struct ScriptCall {
+    script: &'static Script,
+    command: Cmd,
+    /// Keys still to be written, as announced to [`new`](Self::new).
+    keys_left: usize,
+}
+
+impl ScriptCall {
+    /// A call of `script` with `keys` keys and `args` arguments (a capacity hint), whose
+    /// keys and arguments come to about `bytes` bytes (another).
+    pub(super) fn new(script: &'static Script, keys: usize, args: usize, bytes: usize) -> Self {
+        let hash = script.get_hash();
+        // "EVALSHA", the hash, the number of keys.
+        let mut command = Cmd::with_capacity(3 + keys + args, 7 + hash.len() + 4 + bytes);
+        command.arg("EVALSHA").arg(hash).arg(keys);
+        Self {
+            script,
+            command,
+            keys_left: keys,
+        }
+    }
+
+    /// Appends a key: `KEYS[i]` in the script. All keys come before any argument.
+    pub(super) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        debug_assert!(self.keys_left > 0, "more keys than announced");
+        self.keys_left -= 1;
+        self.command.arg(key);
+        self
+    }
+
+    /// Appends an argument: `ARGV[i]` in the script.
+    pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.command.arg(arg);
+        self
+    }
+
+    /// Sends the call; on NOSCRIPT, loads the script and sends the call once more.
+    pub(super) async fn invoke<T: FromRedisValue>(
+        &self,
+        connection: &mut impl ConnectionLike,
+    ) -> RedisResult<T> {
+        debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
+        match self.command.query_async(connection).await {
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.script.load_async(connection).await?;
+                self.command.query_async(connection).await
+            }
+            answer => answer,
+        }
+    }
+}
