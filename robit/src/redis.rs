@@ -301,7 +301,6 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 request.ttl
             )));
         }
-        let keys = settings.lock_keys(&request.name);
         let owner = request.owner.to_string();
         let (waiter, entry, queue_ttl) = match &request.waiter {
             // A queue entry outlives its waiter's silence several times over.
@@ -320,9 +319,10 @@ impl<C: Connector> Driver for RedisDriver<C> {
         } else {
             millis_ceil(settings.quarantine.max(request.ttl))
         };
-        let mut call = ScriptCall::new(&ACQUIRE, 4, 8, 256);
-        call.key(&keys.lock)
-            .key(&keys.queue)
+        let name = &request.name;
+        let mut call = ScriptCall::new(&ACQUIRE, 4, 8, settings.call_bytes(name));
+        call.key(settings.lock_key(name))
+            .key(settings.queue_key(name))
             .key(&settings.fence_key)
             .key(&settings.quarantine_key)
             .arg(&owner)
@@ -338,7 +338,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
         match (status, u64::try_from(value)) {
             (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
                 inner: Arc::clone(inner),
-                keys,
+                name: request.name.clone(),
                 owner,
                 fence: FenceToken::new(fence),
             }))),
@@ -376,11 +376,11 @@ impl<C: Connector> Driver for RedisDriver<C> {
             return Ok(());
         };
         let settings = &self.inner.settings;
-        let keys = settings.lock_keys(&request.name);
+        let name = &request.name;
         let (id, entry) = waiter_args(waiter);
-        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, 128);
-        call.key(&keys.lock)
-            .key(&keys.queue)
+        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, settings.call_bytes(name));
+        call.key(settings.lock_key(name))
+            .key(settings.queue_key(name))
             .arg(id)
             .arg(entry)
             .arg(&settings.channel)

@@ -72,6 +72,10 @@ pub enum RedisConfigError {
 pub(super) struct Settings {
     /// `{namespace}`: the hash tag all of the namespace's keys start with.
     pub(super) tag: String,
+    /// `{namespace}:lock:`, the start of every lock key.
+    pub(super) lock_prefix: String,
+    /// `{namespace}:queue:`, the start of every queue key.
+    pub(super) queue_prefix: String,
     pub(super) channel: String,
     pub(super) fence_key: String,
     pub(super) quarantine_key: String,
@@ -199,6 +203,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
         let settings = Settings {
             fence_key: format!("{tag}:fence"),
             quarantine_key: format!("{tag}:quarantine"),
+            lock_prefix: format!("{tag}:lock:"),
+            queue_prefix: format!("{tag}:queue:"),
             tag,
             channel: format!("{}:handoff", self.namespace),
             command_timeout: self.command_timeout,

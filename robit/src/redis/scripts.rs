@@ -8,10 +8,13 @@
 //! the commands on the wire are the same. The scripts that can free a lock share the
 //! hand-off logic in `scripts/handoff.lua`, prepended at load.
 
+use std::io::Write;
 use std::sync::LazyLock;
 
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, FromRedisValue, RedisResult, Script, ServerErrorKind, ToRedisArgs};
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, RedisResult, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
+};
 
 /// The exact text of every script the driver sends, hand-off prelude included.
 ///
@@ -94,6 +97,39 @@ impl ScriptCall {
                 self.command.query_async(connection).await
             }
             answer => answer,
+        }
+    }
+}
+
+/// One key or argument made of `N` byte strings, one after the other, written into the
+/// command with no allocation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Parts<'a, const N: usize>(pub(super) [&'a [u8]; N]);
+
+/// Up to this length, [`Parts`] are joined on the stack and written in one piece.
+const JOIN_ON_STACK: usize = 128;
+
+impl<const N: usize> ToRedisArgs for Parts<'_, N> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + RedisWrite,
+    {
+        let len = self.0.iter().map(|part| part.len()).sum::<usize>();
+        if len <= JOIN_ON_STACK {
+            let mut joined = [0; JOIN_ON_STACK];
+            let mut at = 0;
+            for part in self.0 {
+                joined[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            out.write_arg(&joined[..len]);
+        } else {
+            let mut arg = out.writer_for_next_arg();
+            for part in self.0 {
+                // Writing into a command (or redis-rs's other argument buffers) cannot
+                // fail, and `write_redis_args` could not report it if it did.
+                let _ = arg.write_all(part);
+            }
         }
     }
 }
