@@ -114,7 +114,11 @@ fn driver(wire: &Wire, quarantine: Duration) -> RedisDriver<WireConnector> {
 }
 
 fn request(waiter: bool) -> AcquireRequest {
-    let request = AcquireRequest::new(LockName::from(NAME), OwnerToken::from_u128(OWNER), TTL);
+    request_for(NAME, waiter)
+}
+
+fn request_for(name: &[u8], waiter: bool) -> AcquireRequest {
+    let request = AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(OWNER), TTL);
     if waiter {
         request.with_waiter(Waiter::new(WAITER, RETRY_WITHIN))
     } else {
@@ -123,9 +127,13 @@ fn request(waiter: bool) -> AcquireRequest {
 }
 
 fn key(kind: &str) -> Vec<u8> {
+    key_for(NAME, kind)
+}
+
+fn key_for(name: &[u8], kind: &str) -> Vec<u8> {
     let mut key = format!("{{{NAMESPACE}}}:{kind}").into_bytes();
     if kind == "lock:" || kind == "queue:" {
-        key.extend_from_slice(NAME);
+        key.extend_from_slice(name);
     }
     key
 }
@@ -373,4 +381,47 @@ async fn withdraw_without_a_waiter_sends_nothing() {
         .await
         .unwrap();
     assert!(wire.sent().is_empty());
+}
+
+#[tokio::test]
+async fn names_of_any_length_are_sent_whole() {
+    for length in [1, 100, 115, 116, 117, 128, 200, 4096] {
+        let name: Vec<u8> = (0..length).map(|i| (i % 251) as u8).collect();
+        let replies = [pair(1, 7), integer(1), integer(1)];
+        let wire = Wire::answering(&replies);
+        let driver = driver(&wire, Duration::ZERO);
+        let Acquire::Granted(lease) = driver.acquire(&request_for(&name, false)).await.unwrap()
+        else {
+            panic!("expected a grant");
+        };
+        lease.renew(TTL).await.unwrap();
+        lease.release().await.unwrap();
+        let (lock, queue) = (key_for(&name, "lock:"), key_for(&name, "queue:"));
+        let mut expected_sent = expected(
+            script_sources::ACQUIRE,
+            &[lock.clone(), queue.clone(), key("fence"), key("quarantine")],
+            &acquire_args(false, "0"),
+            &replies[..1],
+        )
+        .await;
+        expected_sent.extend(
+            expected(
+                script_sources::RENEW,
+                std::slice::from_ref(&lock),
+                &args(&[OWNER_HEX, "1501"]),
+                &replies[1..2],
+            )
+            .await,
+        );
+        expected_sent.extend(
+            expected(
+                script_sources::RELEASE,
+                &[lock, queue],
+                &args(&[OWNER_HEX, CHANNEL, "251"]),
+                &replies[2..],
+            )
+            .await,
+        );
+        assert_eq!(wire.sent(), expected_sent, "a name of {length} bytes");
+    }
 }
