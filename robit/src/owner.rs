@@ -48,19 +48,20 @@ impl OwnerToken {
 
 impl fmt::Display for OwnerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&hex128(self.0))
+        let hex = hex128(self.0);
+        // Hex digits are ASCII, so this cannot fail.
+        f.write_str(std::str::from_utf8(&hex).map_err(|_| fmt::Error)?)
     }
 }
 
-/// `value` as 32 lower-case hex digits, without the formatting machinery: drivers encode
-/// a token or two on every operation.
-pub(crate) fn hex128(value: u128) -> String {
+/// `value` as 32 lower-case hex digits, without the formatting machinery or an allocation:
+/// drivers encode a token or two on every operation.
+pub(crate) fn hex128(value: u128) -> [u8; 32] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let bytes = value.to_be_bytes();
-    let mut hex = String::with_capacity(32);
-    for byte in bytes {
-        hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
-        hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    let mut hex = [0; 32];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(value.to_be_bytes()) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
     }
     hex
 }
@@ -68,5 +69,33 @@ pub(crate) fn hex128(value: u128) -> String {
 impl fmt::Debug for OwnerToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "OwnerToken({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_are_32_lower_case_hex_digits() {
+        for value in [
+            0,
+            1,
+            0x0f,
+            0xa0,
+            u128::from(u64::MAX),
+            1 << 64,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+            u128::MAX - 1,
+            u128::MAX,
+        ] {
+            let expected = format!("{value:032x}");
+            assert_eq!(hex128(value), expected.as_bytes(), "{value:#x}");
+            assert_eq!(OwnerToken(value).to_string(), expected);
+            assert_eq!(
+                format!("{:?}", OwnerToken(value)),
+                format!("OwnerToken({expected})")
+            );
+        }
     }
 }

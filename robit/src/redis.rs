@@ -72,7 +72,8 @@ pub use self::scripts::sources as script_sources;
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
-use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
+use self::scripts::{ACQUIRE, Decimal, Parts, ScriptCall, WITHDRAW};
+use crate::owner::hex128;
 use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
@@ -284,10 +285,22 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
 
 /// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
 /// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
-fn waiter_args(waiter: &Waiter) -> (String, String) {
-    let id = crate::owner::hex128(waiter.id);
-    let entry = format!("{id}:{}", millis_ceil(waiter.retry_within));
-    (id, entry)
+struct WaiterArgs {
+    id: [u8; 32],
+    poll: Decimal,
+}
+
+impl WaiterArgs {
+    fn new(waiter: &Waiter) -> Self {
+        Self {
+            id: hex128(waiter.id),
+            poll: Decimal::new(millis_ceil(waiter.retry_within)),
+        }
+    }
+
+    fn entry(&self) -> Parts<'_, 3> {
+        Parts([&self.id, b":", self.poll.as_bytes()])
+    }
 }
 
 #[async_trait]
@@ -301,18 +314,18 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 request.ttl
             )));
         }
-        let owner = request.owner.to_string();
-        let (waiter, entry, queue_ttl) = match &request.waiter {
+        let owner = hex128(request.owner.as_u128());
+        let waiter = request.waiter.as_ref().map(|waiter| {
             // A queue entry outlives its waiter's silence several times over.
-            Some(waiter) => {
-                let (id, entry) = waiter_args(waiter);
-                let queue_ttl = waiter
-                    .retry_within
-                    .saturating_mul(4)
-                    .max(Duration::from_secs(1));
-                (id, entry, millis_ceil(queue_ttl))
-            }
-            None => (String::new(), String::new(), 0),
+            let queue_ttl = waiter
+                .retry_within
+                .saturating_mul(4)
+                .max(Duration::from_secs(1));
+            (WaiterArgs::new(waiter), millis_ceil(queue_ttl))
+        });
+        let (id, entry, queue_ttl) = match &waiter {
+            Some((waiter, queue_ttl)) => (&waiter.id[..], waiter.entry(), *queue_ttl),
+            None => (&[][..], Parts([&[][..]; 3]), 0),
         };
         let quarantine = if settings.quarantine.is_zero() {
             0
@@ -325,10 +338,10 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .key(settings.queue_key(name))
             .key(&settings.fence_key)
             .key(&settings.quarantine_key)
-            .arg(&owner)
+            .arg(&owner[..])
             .arg(millis_ceil(request.ttl))
-            .arg(&waiter)
-            .arg(&entry)
+            .arg(id)
+            .arg(entry)
             .arg(queue_ttl)
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window))
@@ -377,12 +390,12 @@ impl<C: Connector> Driver for RedisDriver<C> {
         };
         let settings = &self.inner.settings;
         let name = &request.name;
-        let (id, entry) = waiter_args(waiter);
+        let waiter = WaiterArgs::new(waiter);
         let mut call = ScriptCall::new(&WITHDRAW, 2, 4, settings.call_bytes(name));
         call.key(settings.lock_key(name))
             .key(settings.queue_key(name))
-            .arg(id)
-            .arg(entry)
+            .arg(&waiter.id[..])
+            .arg(waiter.entry())
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window));
         let _passed_on: i64 = self.inner.run(&call).await?;

@@ -14,7 +14,7 @@ pub(super) struct RedisLease<C: Connector> {
     pub(super) inner: Arc<Inner<C>>,
     pub(super) name: LockName,
     /// The owner token as stored in the lock key: 32 lower-case hex digits.
-    pub(super) owner: String,
+    pub(super) owner: [u8; 32],
     pub(super) fence: FenceToken,
 }
 
@@ -28,7 +28,7 @@ impl<C: Connector> Lease for RedisLease<C> {
         let settings = &self.inner.settings;
         let mut call = ScriptCall::new(&RENEW, 1, 2, settings.call_bytes(&self.name));
         call.key(settings.lock_key(&self.name))
-            .arg(&self.owner)
+            .arg(&self.owner[..])
             .arg(millis_ceil(ttl));
         let renewed: i64 = self.inner.run(&call).await?;
         Ok(if renewed == 1 {
@@ -43,7 +43,7 @@ impl<C: Connector> Lease for RedisLease<C> {
         let mut call = ScriptCall::new(&RELEASE, 2, 3, settings.call_bytes(&self.name));
         call.key(settings.lock_key(&self.name))
             .key(settings.queue_key(&self.name))
-            .arg(&self.owner)
+            .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(millis_ceil(settings.handoff_window));
         let _released: i64 = self.inner.run(&call).await?;

@@ -133,3 +133,74 @@ impl<const N: usize> ToRedisArgs for Parts<'_, N> {
         }
     }
 }
+
+/// A number in decimal, as redis-rs writes a `u64` argument, held on the stack so that
+/// it can be one of several [`Parts`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Decimal {
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    pub(super) fn new(mut value: u64) -> Self {
+        let mut digits = [0; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            // A digit: below 10.
+            digits[start] = b'0' + (value % 10) as u8;
+            value /= 10;
+            if value == 0 {
+                break;
+            }
+        }
+        Self { digits, start }
+    }
+
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_written_as_redis_writes_integers() {
+        for value in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(Decimal::new(value).as_bytes(), value.to_string().as_bytes());
+            assert_eq!(value.to_redis_args(), vec![value.to_string().into_bytes()]);
+        }
+    }
+
+    #[test]
+    fn parts_are_one_argument() {
+        let long = vec![b'x'; 3 * JOIN_ON_STACK];
+        for (first, second) in [
+            (&b""[..], &b""[..]),
+            (b"{ns}:lock:", b"name"),
+            (&long[..JOIN_ON_STACK - 1], b"y"),
+            (&long[..JOIN_ON_STACK], b""),
+            (&long[..JOIN_ON_STACK], b"y"),
+            (&long[..], &long[..]),
+        ] {
+            assert_eq!(
+                Parts([first, second]).to_redis_args(),
+                vec![[first, second].concat()]
+            );
+        }
+    }
+}
