@@ -344,7 +344,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(entry)
             .arg(queue_ttl)
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window))
+            .arg(settings.handoff_window_arg.as_bytes())
             .arg(quarantine);
         let (status, value): (i64, i64) = inner.run(&call).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
@@ -397,7 +397,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&waiter.id[..])
             .arg(waiter.entry())
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window));
+            .arg(settings.handoff_window_arg.as_bytes());
         let _passed_on: i64 = self.inner.run(&call).await?;
         Ok(())
     }

@@ -45,7 +45,7 @@ impl<C: Connector> Lease for RedisLease<C> {
             .key(settings.queue_key(&self.name))
             .arg(&self.owner[..])
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window));
+            .arg(settings.handoff_window_arg.as_bytes());
         let _released: i64 = self.inner.run(&call).await?;
         Ok(())
     }
