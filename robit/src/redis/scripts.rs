@@ -1,12 +1,15 @@
 //! The server-side scripts: one round trip per operation.
 //!
-//! Each is called with EVALSHA. A [`ScriptCall`] writes the keys and arguments straight
-//! into the command's buffer — `redis::ScriptInvocation` would collect each into a
-//! vector of its own and then copy them all into the command, which is most of a call's
-//! client-side work — and on NOSCRIPT (after SCRIPT FLUSH or a restart) it loads the
-//! script and sends the same EVALSHA once more, exactly as `ScriptInvocation` does, so
-//! the commands on the wire are the same. The scripts that can free a lock share the
-//! hand-off logic in `scripts/handoff.lua`, prepended at load.
+//! Each is called with EVALSHA through a [`ScriptCall`], which writes the hash, the keys
+//! and the arguments straight into the command's buffer. (`redis::ScriptInvocation`
+//! would first collect every key and argument into a vector of its own, then copy them
+//! all into the command: an allocation per key and argument on every call.) On NOSCRIPT
+//! — after SCRIPT FLUSH or a restart — it sends SCRIPT LOAD and then the same EVALSHA
+//! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
+//! redis-rs's. The `redis::Script`s here provide each script's hash and text.
+//!
+//! The scripts that can free a lock share the hand-off logic in `scripts/handoff.lua`,
+//! prepended at load.
 
 use std::io::Write;
 use std::sync::LazyLock;
@@ -56,8 +59,8 @@ pub(super) struct ScriptCall {
 }
 
 impl ScriptCall {
-    /// A call of `script` with `keys` keys and `args` arguments (a capacity hint), whose
-    /// keys and arguments come to about `bytes` bytes (another).
+    /// A call of `script` with `keys` keys. The command's buffers are sized for `args`
+    /// arguments and about `bytes` bytes of keys and arguments: hints, not limits.
     pub(super) fn new(script: &'static Script, keys: usize, args: usize, bytes: usize) -> Self {
         let hash = script.get_hash();
         // "EVALSHA", the hash, the number of keys.
@@ -85,7 +88,9 @@ impl ScriptCall {
         self
     }
 
-    /// Sends the call; on NOSCRIPT, loads the script and sends the call once more.
+    /// Sends the call; on NOSCRIPT, loads the script (SCRIPT LOAD) and sends the same
+    /// call once more, and only once, as `redis::ScriptInvocation::invoke_async` does. A
+    /// failed load is the call's error.
     pub(super) async fn invoke<T: FromRedisValue>(
         &self,
         connection: &mut impl ConnectionLike,
@@ -106,7 +111,9 @@ impl ScriptCall {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Parts<'a, const N: usize>(pub(super) [&'a [u8]; N]);
 
-/// Up to this length, [`Parts`] are joined on the stack and written in one piece.
+/// Up to this length, [`Parts`] are joined on the stack and written in one piece: cheaper
+/// than writing them one by one through `RedisWrite::writer_for_next_arg`, a call into
+/// redis-rs per part (measured). Longer ones, rare, are written that way.
 const JOIN_ON_STACK: usize = 128;
 
 impl<const N: usize> ToRedisArgs for Parts<'_, N> {
