@@ -59,7 +59,7 @@ use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::{FromRedisValue, ScriptInvocation};
+use redis::FromRedisValue;
 
 pub use self::config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
@@ -72,7 +72,8 @@ pub use self::scripts::sources as script_sources;
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
-use self::scripts::{ACQUIRE, WITHDRAW};
+use self::scripts::{ACQUIRE, Decimal, Parts, ScriptCall, WITHDRAW};
+use crate::owner::hex128;
 use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
@@ -209,12 +210,10 @@ impl<C: Connector> Inner<C> {
         DriverError::Timeout(self.settings.command_timeout)
     }
 
-    /// Runs one script invocation: one round trip, bounded by the command timeout.
-    async fn run<T: FromRedisValue>(
-        &self,
-        invocation: &ScriptInvocation<'_>,
-    ) -> Result<T, DriverError> {
-        self.bounded(|mut connection| async move { invocation.invoke_async(&mut connection).await })
+    /// Runs one script call: one round trip (three after a NOSCRIPT), bounded as a whole
+    /// by the command timeout.
+    async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, DriverError> {
+        self.bounded(|mut connection| async move { call.invoke(&mut connection).await })
             .await
     }
 
@@ -286,10 +285,22 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
 
 /// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
 /// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
-fn waiter_args(waiter: &Waiter) -> (String, String) {
-    let id = crate::owner::hex128(waiter.id);
-    let entry = format!("{id}:{}", millis_ceil(waiter.retry_within));
-    (id, entry)
+struct WaiterArgs {
+    id: [u8; 32],
+    poll: Decimal,
+}
+
+impl WaiterArgs {
+    fn new(waiter: &Waiter) -> Self {
+        Self {
+            id: hex128(waiter.id),
+            poll: Decimal::new(millis_ceil(waiter.retry_within)),
+        }
+    }
+
+    fn entry(&self) -> Parts<'_, 3> {
+        Parts([&self.id, b":", self.poll.as_bytes()])
+    }
 }
 
 #[async_trait]
@@ -303,45 +314,44 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 request.ttl
             )));
         }
-        let keys = settings.lock_keys(&request.name);
-        let owner = request.owner.to_string();
-        let (waiter, entry, queue_ttl) = match &request.waiter {
+        let owner = hex128(request.owner.as_u128());
+        let waiter = request.waiter.as_ref().map(|waiter| {
             // A queue entry outlives its waiter's silence several times over.
-            Some(waiter) => {
-                let (id, entry) = waiter_args(waiter);
-                let queue_ttl = waiter
-                    .retry_within
-                    .saturating_mul(4)
-                    .max(Duration::from_secs(1));
-                (id, entry, millis_ceil(queue_ttl))
-            }
-            None => (String::new(), String::new(), 0),
+            let queue_ttl = waiter
+                .retry_within
+                .saturating_mul(4)
+                .max(Duration::from_secs(1));
+            (WaiterArgs::new(waiter), millis_ceil(queue_ttl))
+        });
+        let (id, entry, queue_ttl) = match &waiter {
+            Some((waiter, queue_ttl)) => (&waiter.id[..], waiter.entry(), *queue_ttl),
+            None => (&[][..], Parts([&[][..]; 3]), 0),
         };
         let quarantine = if settings.quarantine.is_zero() {
             0
         } else {
             millis_ceil(settings.quarantine.max(request.ttl))
         };
-        let mut invocation = ACQUIRE.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.queue)
+        let name = &request.name;
+        let mut call = ScriptCall::new(&ACQUIRE, 4, 8, settings.call_bytes(name));
+        call.key(settings.lock_key(name))
+            .key(settings.queue_key(name))
             .key(&settings.fence_key)
             .key(&settings.quarantine_key)
-            .arg(&owner)
+            .arg(&owner[..])
             .arg(millis_ceil(request.ttl))
-            .arg(&waiter)
-            .arg(&entry)
+            .arg(id)
+            .arg(entry)
             .arg(queue_ttl)
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window))
+            .arg(settings.handoff_window_arg.as_bytes())
             .arg(quarantine);
-        let (status, value): (i64, i64) = inner.run(&invocation).await?;
+        let (status, value): (i64, i64) = inner.run(&call).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
         match (status, u64::try_from(value)) {
             (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
                 inner: Arc::clone(inner),
-                keys,
+                name: request.name.clone(),
                 owner,
                 fence: FenceToken::new(fence),
             }))),
@@ -379,17 +389,16 @@ impl<C: Connector> Driver for RedisDriver<C> {
             return Ok(());
         };
         let settings = &self.inner.settings;
-        let keys = settings.lock_keys(&request.name);
-        let (id, entry) = waiter_args(waiter);
-        let mut invocation = WITHDRAW.prepare_invoke();
-        invocation
-            .key(&keys.lock)
-            .key(&keys.queue)
-            .arg(id)
-            .arg(entry)
+        let name = &request.name;
+        let waiter = WaiterArgs::new(waiter);
+        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, settings.call_bytes(name));
+        call.key(settings.lock_key(name))
+            .key(settings.queue_key(name))
+            .arg(&waiter.id[..])
+            .arg(waiter.entry())
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window));
-        let _passed_on: i64 = self.inner.run(&invocation).await?;
+            .arg(settings.handoff_window_arg.as_bytes());
+        let _passed_on: i64 = self.inner.run(&call).await?;
         Ok(())
     }
 }

@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use common::within;
 use redis::AsyncCommands;
-use robit::redis::RedisDriver;
-use robit::{LossReason, Mutex, UnlockError};
+use robit::redis::{RedisDriver, script_sources};
+use robit::{
+    Acquire, AcquireRequest, Driver, LockName, LossReason, Mutex, OwnerToken, Renewal, UnlockError,
+    Waiter,
+};
 use support::RedisServer;
 use tokio::time::Instant;
 
@@ -229,6 +232,94 @@ async fn a_script_flush_is_handled_transparently() {
         .await
         .unwrap();
     scene.beliefs.assert_never_two_holders();
+}
+
+/// Which of the driver's scripts the server has (SCRIPT EXISTS), in the order acquire,
+/// renew, release, withdraw.
+async fn scripts_loaded(admin: &mut redis::aio::MultiplexedConnection) -> [bool; 4] {
+    let sources = [
+        script_sources::ACQUIRE,
+        script_sources::RENEW,
+        script_sources::RELEASE,
+        script_sources::WITHDRAW,
+    ];
+    let mut exists = redis::cmd("SCRIPT");
+    exists.arg("EXISTS");
+    for source in sources {
+        exists.arg(redis::Script::new(source).get_hash());
+    }
+    let loaded: Vec<bool> = exists.query_async(admin).await.unwrap();
+    loaded.try_into().unwrap()
+}
+
+async fn queue_length(admin: &mut redis::aio::MultiplexedConnection) -> u64 {
+    admin.llen("{robit}:queue:flushed").await.unwrap()
+}
+
+async fn script_flush(admin: &mut redis::aio::MultiplexedConnection) {
+    let _: () = redis::cmd("SCRIPT")
+        .arg("FLUSH")
+        .query_async(admin)
+        .await
+        .unwrap();
+    assert_eq!(scripts_loaded(admin).await, [false; 4]);
+}
+
+/// Each kind of script call, made right after a SCRIPT FLUSH, meets NOSCRIPT, loads its
+/// script and runs it again, all within the one call: nothing surfaces to the caller.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_script_call_reloads_its_script_after_a_script_flush() {
+    let server = RedisServer::start();
+    let driver = driver(&server, Duration::ZERO);
+    let mut admin = server.admin().await;
+    let request = |owner: u128| {
+        AcquireRequest::new(LockName::from("flushed"), OwnerToken::from_u128(owner), TTL)
+    };
+
+    script_flush(&mut admin).await;
+    let Acquire::Granted(lease) = driver.acquire(&request(1)).await.unwrap() else {
+        panic!("a free lock was not granted");
+    };
+    assert_eq!(
+        scripts_loaded(&mut admin).await,
+        [true, false, false, false]
+    );
+
+    script_flush(&mut admin).await;
+    let waiting = request(2).with_waiter(Waiter::new(2, Duration::from_millis(100)));
+    let queued = driver.acquire(&waiting).await.unwrap();
+    assert!(matches!(queued, Acquire::Held { .. }), "{queued:?}");
+    assert_eq!(
+        scripts_loaded(&mut admin).await,
+        [true, false, false, false]
+    );
+    assert_eq!(queue_length(&mut admin).await, 1);
+
+    script_flush(&mut admin).await;
+    driver.withdraw(&waiting).await.unwrap();
+    assert_eq!(
+        scripts_loaded(&mut admin).await,
+        [false, false, false, true]
+    );
+    assert_eq!(queue_length(&mut admin).await, 0);
+
+    script_flush(&mut admin).await;
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
+    assert_eq!(
+        scripts_loaded(&mut admin).await,
+        [false, true, false, false]
+    );
+
+    script_flush(&mut admin).await;
+    lease.release().await.unwrap();
+    assert_eq!(
+        scripts_loaded(&mut admin).await,
+        [false, false, true, false]
+    );
+    let Acquire::Granted(next) = driver.acquire(&request(3)).await.unwrap() else {
+        panic!("the released lock was not granted");
+    };
+    assert!(next.fence() > lease.fence());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::scripts::Decimal;
 use super::{Connector, RedisDriver, UrlConnector};
 
 /// Default namespace: the prefix of every key and channel the driver uses.
@@ -72,12 +73,18 @@ pub enum RedisConfigError {
 pub(super) struct Settings {
     /// `{namespace}`: the hash tag all of the namespace's keys start with.
     pub(super) tag: String,
+    /// `{namespace}:lock:`, the start of every lock key.
+    pub(super) lock_prefix: String,
+    /// `{namespace}:queue:`, the start of every queue key.
+    pub(super) queue_prefix: String,
     pub(super) channel: String,
     pub(super) fence_key: String,
     pub(super) quarantine_key: String,
     pub(super) command_timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) handoff_window: Duration,
+    /// The hand-off window as the scripts take it: whole milliseconds, in decimal.
+    pub(super) handoff_window_arg: Decimal,
     pub(super) quarantine: Duration,
 }
 
@@ -199,11 +206,14 @@ impl<C: Connector> RedisDriverBuilder<C> {
         let settings = Settings {
             fence_key: format!("{tag}:fence"),
             quarantine_key: format!("{tag}:quarantine"),
+            lock_prefix: format!("{tag}:lock:"),
+            queue_prefix: format!("{tag}:queue:"),
             tag,
             channel: format!("{}:handoff", self.namespace),
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             handoff_window: self.handoff_window,
+            handoff_window_arg: Decimal::new(millis_ceil(self.handoff_window)),
             quarantine: self.quarantine,
         };
         Ok(RedisDriver::from_parts(Arc::new(connector), settings))
@@ -225,8 +235,78 @@ impl<C: Connector> fmt::Debug for RedisDriverBuilder<C> {
     }
 }
 
-/// Whole milliseconds, rounded up so that a TTL is never shortened, and at least 1.
+/// Whole milliseconds, rounded up so that a TTL is never shortened, and at least 1;
+/// `u64::MAX` if there are more.
+///
+/// Whole seconds are whole milliseconds, so only the fraction of a second needs rounding:
+/// no 128-bit division.
 pub(super) fn millis_ceil(duration: Duration) -> u64 {
-    let millis = duration.as_nanos().div_ceil(1_000_000).max(1);
-    u64::try_from(millis).unwrap_or(u64::MAX)
+    let fraction = u64::from(duration.subsec_nanos().div_ceil(1_000_000));
+    duration
+        .as_secs()
+        .checked_mul(1_000)
+        .and_then(|millis| millis.checked_add(fraction))
+        .map_or(u64::MAX, |millis| millis.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The definition: nanoseconds divided by a million, rounded up.
+    fn by_definition(duration: Duration) -> u64 {
+        let millis = duration.as_nanos().div_ceil(1_000_000).max(1);
+        u64::try_from(millis).unwrap_or(u64::MAX)
+    }
+
+    #[test]
+    fn millis_ceil_rounds_up_to_at_least_one_and_saturates() {
+        let max_millis = Duration::from_millis(u64::MAX);
+        let edges = [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_nanos(999_999),
+            Duration::from_millis(1),
+            Duration::from_nanos(1_000_001),
+            Duration::from_nanos(1_999_999),
+            Duration::from_nanos(999_999_999),
+            Duration::from_secs(1),
+            Duration::from_nanos(1_000_000_001),
+            Duration::new(1, 999_999_999),
+            Duration::from_secs(365 * 24 * 3600),
+            Duration::from_secs(u64::MAX / 1_000),
+            Duration::new(u64::MAX / 1_000, 999_999_999),
+            max_millis - Duration::from_nanos(1),
+            max_millis,
+            max_millis + Duration::from_nanos(1),
+            max_millis + Duration::from_millis(1),
+            Duration::from_secs(u64::MAX / 1_000 + 1),
+            Duration::from_secs(u64::MAX),
+            Duration::MAX,
+        ];
+        for duration in edges {
+            assert_eq!(
+                millis_ceil(duration),
+                by_definition(duration),
+                "{duration:?}"
+            );
+        }
+        // And a spread of others, seconds of every magnitude.
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..10_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let duration = Duration::new(state >> (state % 64), (state % 1_000_000_000) as u32);
+            assert_eq!(
+                millis_ceil(duration),
+                by_definition(duration),
+                "{duration:?}"
+            );
+        }
+        assert_eq!(millis_ceil(Duration::ZERO), 1);
+        assert_eq!(millis_ceil(Duration::from_nanos(1_000_001)), 2);
+        assert_eq!(millis_ceil(max_millis), u64::MAX);
+        assert_eq!(millis_ceil(Duration::MAX), u64::MAX);
+    }
 }

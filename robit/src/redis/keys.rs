@@ -15,26 +15,26 @@
 use crate::LockName;
 
 use super::config::Settings;
-
-/// The keys of one lock.
-#[derive(Debug, Clone)]
-pub(super) struct LockKeys {
-    pub(super) lock: Vec<u8>,
-    pub(super) queue: Vec<u8>,
-}
+use super::scripts::Parts;
 
 impl Settings {
-    pub(super) fn lock_keys(&self, name: &LockName) -> LockKeys {
-        let key = |kind: &str| {
-            let mut key = Vec::with_capacity(self.tag.len() + kind.len() + name.as_bytes().len());
-            key.extend_from_slice(self.tag.as_bytes());
-            key.extend_from_slice(kind.as_bytes());
-            key.extend_from_slice(name.as_bytes());
-            key
-        };
-        LockKeys {
-            lock: key(":lock:"),
-            queue: key(":queue:"),
-        }
+    /// `{<namespace>}:lock:<name>`.
+    pub(super) fn lock_key<'a>(&'a self, name: &'a LockName) -> Parts<'a, 2> {
+        Parts([self.lock_prefix.as_bytes(), name.as_bytes()])
+    }
+
+    /// `{<namespace>}:queue:<name>`.
+    pub(super) fn queue_key<'a>(&'a self, name: &'a LockName) -> Parts<'a, 2> {
+        Parts([self.queue_prefix.as_bytes(), name.as_bytes()])
+    }
+
+    /// Room enough, in bytes, for the keys and arguments of any script call on `name`:
+    /// its two keys, the namespace's own keys and channel, and tokens and numbers.
+    pub(super) fn call_bytes(&self, name: &LockName) -> usize {
+        2 * (self.queue_prefix.len() + name.as_bytes().len())
+            + self.fence_key.len()
+            + self.quarantine_key.len()
+            + self.channel.len()
+            + 160
     }
 }

@@ -6,16 +6,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::config::millis_ceil;
-use super::keys::LockKeys;
-use super::scripts::{RELEASE, RENEW};
+use super::scripts::{RELEASE, RENEW, ScriptCall};
 use super::{Connector, Inner};
-use crate::{DriverError, FenceToken, Lease, Renewal};
+use crate::{DriverError, FenceToken, Lease, LockName, Renewal};
 
 pub(super) struct RedisLease<C: Connector> {
     pub(super) inner: Arc<Inner<C>>,
-    pub(super) keys: LockKeys,
+    pub(super) name: LockName,
     /// The owner token as stored in the lock key: 32 lower-case hex digits.
-    pub(super) owner: String,
+    pub(super) owner: [u8; 32],
     pub(super) fence: FenceToken,
 }
 
@@ -26,12 +25,12 @@ impl<C: Connector> Lease for RedisLease<C> {
     }
 
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
-        let mut invocation = RENEW.prepare_invoke();
-        invocation
-            .key(&self.keys.lock)
-            .arg(&self.owner)
+        let settings = &self.inner.settings;
+        let mut call = ScriptCall::new(&RENEW, 1, 2, settings.call_bytes(&self.name));
+        call.key(settings.lock_key(&self.name))
+            .arg(&self.owner[..])
             .arg(millis_ceil(ttl));
-        let renewed: i64 = self.inner.run(&invocation).await?;
+        let renewed: i64 = self.inner.run(&call).await?;
         Ok(if renewed == 1 {
             Renewal::Renewed
         } else {
@@ -41,14 +40,13 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn release(&self) -> Result<(), DriverError> {
         let settings = &self.inner.settings;
-        let mut invocation = RELEASE.prepare_invoke();
-        invocation
-            .key(&self.keys.lock)
-            .key(&self.keys.queue)
-            .arg(&self.owner)
+        let mut call = ScriptCall::new(&RELEASE, 2, 3, settings.call_bytes(&self.name));
+        call.key(settings.lock_key(&self.name))
+            .key(settings.queue_key(&self.name))
+            .arg(&self.owner[..])
             .arg(&settings.channel)
-            .arg(millis_ceil(settings.handoff_window));
-        let _released: i64 = self.inner.run(&invocation).await?;
+            .arg(settings.handoff_window_arg.as_bytes());
+        let _released: i64 = self.inner.run(&call).await?;
         Ok(())
     }
 }

@@ -1,12 +1,23 @@
 //! The server-side scripts: one round trip per operation.
 //!
-//! Each is loaded once and called with EVALSHA; `redis::Script` reloads it on NOSCRIPT
-//! (after SCRIPT FLUSH or a restart) and retries, transparently. The scripts that can
-//! free a lock share the hand-off logic in `scripts/handoff.lua`, prepended at load.
+//! Each is called with EVALSHA through a [`ScriptCall`], which writes the hash, the keys
+//! and the arguments straight into the command's buffer. (`redis::ScriptInvocation`
+//! would first collect every key and argument into a vector of its own, then copy them
+//! all into the command: an allocation per key and argument on every call.) On NOSCRIPT
+//! — after SCRIPT FLUSH or a restart — it sends SCRIPT LOAD and then the same EVALSHA
+//! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
+//! redis-rs's. The `redis::Script`s here provide each script's hash and text.
+//!
+//! The scripts that can free a lock share the hand-off logic in `scripts/handoff.lua`,
+//! prepended at load.
 
+use std::io::Write;
 use std::sync::LazyLock;
 
-use redis::Script;
+use redis::aio::ConnectionLike;
+use redis::{
+    Cmd, ErrorKind, FromRedisValue, RedisResult, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
+};
 
 /// The exact text of every script the driver sends, hand-off prelude included.
 ///
@@ -37,3 +48,166 @@ pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(sourc
 pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RENEW));
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
 pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));
+
+/// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
+/// directly in the command's buffer.
+pub(super) struct ScriptCall {
+    script: &'static Script,
+    command: Cmd,
+    /// Keys still to be written, as announced to [`new`](Self::new).
+    keys_left: usize,
+}
+
+impl ScriptCall {
+    /// A call of `script` with `keys` keys. The command's buffers are sized for `args`
+    /// arguments and about `bytes` bytes of keys and arguments: hints, not limits.
+    pub(super) fn new(script: &'static Script, keys: usize, args: usize, bytes: usize) -> Self {
+        let hash = script.get_hash();
+        // "EVALSHA", the hash, the number of keys.
+        let mut command = Cmd::with_capacity(3 + keys + args, 7 + hash.len() + 4 + bytes);
+        command.arg("EVALSHA").arg(hash).arg(keys);
+        Self {
+            script,
+            command,
+            keys_left: keys,
+        }
+    }
+
+    /// Appends a key: `KEYS[i]` in the script. All keys come before any argument.
+    pub(super) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        debug_assert!(self.keys_left > 0, "more keys than announced");
+        self.keys_left -= 1;
+        self.command.arg(key);
+        self
+    }
+
+    /// Appends an argument: `ARGV[i]` in the script.
+    pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.command.arg(arg);
+        self
+    }
+
+    /// Sends the call; on NOSCRIPT, loads the script (SCRIPT LOAD) and sends the same
+    /// call once more, and only once, as `redis::ScriptInvocation::invoke_async` does. A
+    /// failed load is the call's error.
+    pub(super) async fn invoke<T: FromRedisValue>(
+        &self,
+        connection: &mut impl ConnectionLike,
+    ) -> RedisResult<T> {
+        debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
+        match self.command.query_async(connection).await {
+            Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                self.script.load_async(connection).await?;
+                self.command.query_async(connection).await
+            }
+            answer => answer,
+        }
+    }
+}
+
+/// One key or argument made of `N` byte strings, one after the other, written into the
+/// command with no allocation.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Parts<'a, const N: usize>(pub(super) [&'a [u8]; N]);
+
+/// Up to this length, [`Parts`] are joined on the stack and written in one piece: cheaper
+/// than writing them one by one through `RedisWrite::writer_for_next_arg`, a call into
+/// redis-rs per part (measured). Longer ones, rare, are written that way.
+const JOIN_ON_STACK: usize = 128;
+
+impl<const N: usize> ToRedisArgs for Parts<'_, N> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + RedisWrite,
+    {
+        let len = self.0.iter().map(|part| part.len()).sum::<usize>();
+        if len <= JOIN_ON_STACK {
+            let mut joined = [0; JOIN_ON_STACK];
+            let mut at = 0;
+            for part in self.0 {
+                joined[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
+            out.write_arg(&joined[..len]);
+        } else {
+            let mut arg = out.writer_for_next_arg();
+            for part in self.0 {
+                // Writing into a command (or redis-rs's other argument buffers) cannot
+                // fail, and `write_redis_args` could not report it if it did.
+                let _ = arg.write_all(part);
+            }
+        }
+    }
+}
+
+/// A number in decimal, as redis-rs writes a `u64` argument, held on the stack so that
+/// it can be one of several [`Parts`].
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Decimal {
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    pub(super) fn new(mut value: u64) -> Self {
+        let mut digits = [0; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            // A digit: below 10.
+            digits[start] = b'0' + (value % 10) as u8;
+            value /= 10;
+            if value == 0 {
+                break;
+            }
+        }
+        Self { digits, start }
+    }
+
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_written_as_redis_writes_integers() {
+        for value in [
+            0,
+            1,
+            9,
+            10,
+            99,
+            100,
+            12_345,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
+            assert_eq!(Decimal::new(value).as_bytes(), value.to_string().as_bytes());
+            assert_eq!(value.to_redis_args(), vec![value.to_string().into_bytes()]);
+        }
+    }
+
+    #[test]
+    fn parts_are_one_argument() {
+        let long = vec![b'x'; 3 * JOIN_ON_STACK];
+        for (first, second) in [
+            (&b""[..], &b""[..]),
+            (b"{ns}:lock:", b"name"),
+            (&long[..JOIN_ON_STACK - 1], b"y"),
+            (&long[..JOIN_ON_STACK], b""),
+            (&long[..JOIN_ON_STACK], b"y"),
+            (&long[..], &long[..]),
+        ] {
+            assert_eq!(
+                Parts([first, second]).to_redis_args(),
+                vec![[first, second].concat()]
+            );
+        }
+    }
+}

@@ -1,0 +1,427 @@
+//! The Redis driver's wire format, byte for byte: every command the driver sends is
+//! compared with what `redis::Script` sends for the same script, keys and arguments.
+//!
+//! The keys and arguments are spelled out here from the on-server format (see the
+//! driver's `keys` module and the scripts' headers), so a change to their encoding fails
+//! these tests; and the expected commands come from redis-rs's own script invocation, so
+//! the driver's NOSCRIPT handling (SCRIPT LOAD, then EVALSHA once more) must match it too.
+//! No server: a fake connection records each packed command and answers from a script.
+#![cfg(feature = "redis")]
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, PubSub};
+use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Script, Value};
+use robit::redis::{Connector, RedisDriver, script_sources};
+use robit::{
+    Acquire, AcquireRequest, Driver, DriverError, Lease, LockName, OwnerToken, Renewal, Waiter,
+};
+
+/// Records every packed command, and answers each with the next scripted reply (RESP).
+#[derive(Clone, Default)]
+struct Wire(Arc<StdMutex<WireState>>);
+
+#[derive(Default)]
+struct WireState {
+    sent: Vec<Vec<u8>>,
+    replies: VecDeque<Vec<u8>>,
+}
+
+impl Wire {
+    fn answering(replies: &[Vec<u8>]) -> Self {
+        let wire = Self::default();
+        wire.0.lock().unwrap().replies = replies.iter().cloned().collect();
+        wire
+    }
+
+    fn sent(&self) -> Vec<Vec<u8>> {
+        let state = self.0.lock().unwrap();
+        assert!(
+            state.replies.is_empty(),
+            "{} scripted replies were never asked for",
+            state.replies.len()
+        );
+        state.sent.clone()
+    }
+}
+
+impl ConnectionLike for Wire {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        let mut state = self.0.lock().unwrap();
+        state.sent.push(cmd.get_packed_command());
+        let reply = state
+            .replies
+            .pop_front()
+            .expect("no scripted reply left for a command");
+        let value = redis::parse_redis_value(&reply);
+        Box::pin(async move { value })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        _pipeline: &'a Pipeline,
+        _offset: usize,
+        _count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        panic!("the driver sent a pipeline")
+    }
+
+    fn get_db(&self) -> i64 {
+        0
+    }
+}
+
+struct WireConnector(Wire);
+
+#[robit::async_trait]
+impl Connector for WireConnector {
+    type Connection = Wire;
+
+    async fn connect(&self) -> RedisResult<Wire> {
+        Ok(self.0.clone())
+    }
+
+    async fn subscriber(&self) -> RedisResult<PubSub> {
+        Err((ErrorKind::Client, "no subscriptions in this test").into())
+    }
+
+    fn describe(&self) -> String {
+        "a recording fake".to_owned()
+    }
+}
+
+const NAMESPACE: &str = "ns-1";
+/// Braces, a NUL and a byte that is not UTF-8: names are arbitrary bytes.
+const NAME: &[u8] = b"orders/{42}\x00\xff";
+/// Leading zero digits, which must be kept.
+const OWNER: u128 = 0x0000_00ab_cdef_0123_4567_89ab_cdef_0001;
+const WAITER: u128 = 0x0f;
+/// Not whole milliseconds, so every duration is rounded up.
+const TTL: Duration = Duration::from_nanos(1_500_000_001);
+const RETRY_WITHIN: Duration = Duration::from_micros(333_300);
+const HANDOFF_WINDOW: Duration = Duration::from_micros(250_500);
+const QUARANTINE: Duration = Duration::from_millis(2_500);
+
+fn driver(wire: &Wire, quarantine: Duration) -> RedisDriver<WireConnector> {
+    RedisDriver::with_connector(WireConnector(wire.clone()))
+        .namespace(NAMESPACE)
+        .handoff_window(HANDOFF_WINDOW)
+        .quarantine(quarantine)
+        .build()
+        .unwrap()
+}
+
+fn request(waiter: bool) -> AcquireRequest {
+    request_for(NAME, waiter)
+}
+
+fn request_for(name: &[u8], waiter: bool) -> AcquireRequest {
+    let request = AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(OWNER), TTL);
+    if waiter {
+        request.with_waiter(Waiter::new(WAITER, RETRY_WITHIN))
+    } else {
+        request
+    }
+}
+
+fn key(kind: &str) -> Vec<u8> {
+    key_for(NAME, kind)
+}
+
+fn key_for(name: &[u8], kind: &str) -> Vec<u8> {
+    let mut key = format!("{{{NAMESPACE}}}:{kind}").into_bytes();
+    if kind == "lock:" || kind == "queue:" {
+        key.extend_from_slice(name);
+    }
+    key
+}
+
+const OWNER_HEX: &str = "000000abcdef0123456789abcdef0001";
+const WAITER_HEX: &str = "0000000000000000000000000000000f";
+const CHANNEL: &str = "ns-1:handoff";
+
+/// What `redis::Script` sends for `script` with these keys and arguments, given the
+/// same replies.
+async fn expected(
+    source: &str,
+    keys: &[Vec<u8>],
+    args: &[Vec<u8>],
+    replies: &[Vec<u8>],
+) -> Vec<Vec<u8>> {
+    let script = Script::new(source);
+    let mut invocation = script.prepare_invoke();
+    for key in keys {
+        invocation.key(key);
+    }
+    for arg in args {
+        invocation.arg(arg);
+    }
+    let mut wire = Wire::answering(replies);
+    let _: RedisResult<Value> = invocation.invoke_async(&mut wire).await;
+    wire.sent()
+}
+
+fn acquire_keys() -> Vec<Vec<u8>> {
+    vec![key("lock:"), key("queue:"), key("fence"), key("quarantine")]
+}
+
+fn acquire_args(waiter: bool, quarantine: &str) -> Vec<Vec<u8>> {
+    let (id, entry, queue_ttl) = if waiter {
+        // The queue entry lives four poll intervals, at least a second.
+        (WAITER_HEX.to_owned(), format!("{WAITER_HEX}:334"), "1334")
+    } else {
+        (String::new(), String::new(), "0")
+    };
+    [
+        OWNER_HEX, "1501", &id, &entry, queue_ttl, CHANNEL, "251", quarantine,
+    ]
+    .map(|arg| arg.as_bytes().to_vec())
+    .to_vec()
+}
+
+fn lock_and_queue() -> Vec<Vec<u8>> {
+    vec![key("lock:"), key("queue:")]
+}
+
+fn args(args: &[&str]) -> Vec<Vec<u8>> {
+    args.iter().map(|arg| arg.as_bytes().to_vec()).collect()
+}
+
+fn resp(text: &str) -> Vec<u8> {
+    text.as_bytes().to_vec()
+}
+
+fn integer(n: i64) -> Vec<u8> {
+    resp(&format!(":{n}\r\n"))
+}
+
+fn pair(status: i64, value: i64) -> Vec<u8> {
+    resp(&format!("*2\r\n:{status}\r\n:{value}\r\n"))
+}
+
+fn noscript() -> Vec<u8> {
+    resp("-NOSCRIPT No matching script. Please use EVAL.\r\n")
+}
+
+fn loaded(source: &str) -> Vec<u8> {
+    let hash = Script::new(source).get_hash().to_owned();
+    resp(&format!("${}\r\n{hash}\r\n", hash.len()))
+}
+
+/// How a script call's replies go: answered at once, or after a reload.
+#[derive(Clone, Copy, Debug)]
+enum Replies {
+    Direct,
+    Reloaded,
+    /// NOSCRIPT, and the SCRIPT LOAD fails: no further EVALSHA.
+    LoadFails,
+    /// NOSCRIPT, SCRIPT LOAD, and NOSCRIPT again: not retried a second time.
+    StillMissing,
+}
+
+impl Replies {
+    fn around(self, source: &str, answer: Vec<u8>) -> Vec<Vec<u8>> {
+        match self {
+            Self::Direct => vec![answer],
+            Self::Reloaded => vec![noscript(), loaded(source), answer],
+            Self::LoadFails => vec![noscript(), resp("-ERR no scripts today\r\n")],
+            Self::StillMissing => vec![noscript(), loaded(source), noscript()],
+        }
+    }
+
+    fn succeeds(self) -> bool {
+        matches!(self, Self::Direct | Self::Reloaded)
+    }
+}
+
+const ALL: [Replies; 4] = [
+    Replies::Direct,
+    Replies::Reloaded,
+    Replies::LoadFails,
+    Replies::StillMissing,
+];
+
+async fn granted(wire: &Wire, quarantine: Duration) -> Arc<dyn Lease> {
+    let driver = driver(wire, quarantine);
+    match driver.acquire(&request(false)).await.unwrap() {
+        Acquire::Granted(lease) => {
+            assert_eq!(lease.fence().get(), 7);
+            lease
+        }
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn acquire_sends_what_redis_script_sends() {
+    for replies in ALL {
+        for (waiter, quarantine, quarantine_arg) in [
+            (false, Duration::ZERO, "0"),
+            (true, Duration::ZERO, "0"),
+            (false, QUARANTINE, "2500"),
+            // The quarantine is at least the TTL.
+            (true, Duration::from_millis(3), "1501"),
+        ] {
+            let replies_for = replies.around(script_sources::ACQUIRE, pair(0, 1234));
+            let wire = Wire::answering(&replies_for);
+            let answer = driver(&wire, quarantine).acquire(&request(waiter)).await;
+            let expected = expected(
+                script_sources::ACQUIRE,
+                &acquire_keys(),
+                &acquire_args(waiter, quarantine_arg),
+                &replies_for,
+            )
+            .await;
+            assert_eq!(
+                wire.sent(),
+                expected,
+                "{replies:?}, waiter {waiter}, quarantine {quarantine:?}"
+            );
+            match answer {
+                Ok(Acquire::Held { expires_in }) if replies.succeeds() => {
+                    assert_eq!(expires_in, Some(Duration::from_millis(1234)));
+                }
+                Err(_) if !replies.succeeds() => {}
+                other => panic!("{replies:?}: unexpected answer {other:?}"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn renew_sends_what_redis_script_sends() {
+    for replies in ALL {
+        let replies_for = replies.around(script_sources::RENEW, integer(1));
+        let mut all = vec![pair(1, 7)];
+        all.extend(replies_for.iter().cloned());
+        let wire = Wire::answering(&all);
+        let lease = granted(&wire, Duration::ZERO).await;
+        let renewed = lease.renew(Duration::from_nanos(999_999)).await;
+        let mut expected_sent = expected(
+            script_sources::ACQUIRE,
+            &acquire_keys(),
+            &acquire_args(false, "0"),
+            &[pair(1, 7)],
+        )
+        .await;
+        expected_sent.extend(
+            expected(
+                script_sources::RENEW,
+                &[key("lock:")],
+                &args(&[OWNER_HEX, "1"]),
+                &replies_for,
+            )
+            .await,
+        );
+        assert_eq!(wire.sent(), expected_sent, "{replies:?}");
+        assert_eq!(
+            renewed.ok(),
+            replies.succeeds().then_some(Renewal::Renewed),
+            "{replies:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn release_sends_what_redis_script_sends() {
+    for replies in ALL {
+        let replies_for = replies.around(script_sources::RELEASE, integer(1));
+        let mut all = vec![pair(1, 7)];
+        all.extend(replies_for.iter().cloned());
+        let wire = Wire::answering(&all);
+        let lease = granted(&wire, QUARANTINE).await;
+        let released = lease.release().await;
+        let mut expected_sent = expected(
+            script_sources::ACQUIRE,
+            &acquire_keys(),
+            &acquire_args(false, "2500"),
+            &[pair(1, 7)],
+        )
+        .await;
+        expected_sent.extend(
+            expected(
+                script_sources::RELEASE,
+                &lock_and_queue(),
+                &args(&[OWNER_HEX, CHANNEL, "251"]),
+                &replies_for,
+            )
+            .await,
+        );
+        assert_eq!(wire.sent(), expected_sent, "{replies:?}");
+        assert_eq!(released.is_ok(), replies.succeeds(), "{replies:?}");
+    }
+}
+
+#[tokio::test]
+async fn withdraw_sends_what_redis_script_sends() {
+    for replies in ALL {
+        let replies_for = replies.around(script_sources::WITHDRAW, integer(0));
+        let wire = Wire::answering(&replies_for);
+        let withdrawn: Result<(), DriverError> =
+            driver(&wire, Duration::ZERO).withdraw(&request(true)).await;
+        let expected = expected(
+            script_sources::WITHDRAW,
+            &lock_and_queue(),
+            &args(&[WAITER_HEX, &format!("{WAITER_HEX}:334"), CHANNEL, "251"]),
+            &replies_for,
+        )
+        .await;
+        assert_eq!(wire.sent(), expected, "{replies:?}");
+        assert_eq!(withdrawn.is_ok(), replies.succeeds(), "{replies:?}");
+    }
+}
+
+#[tokio::test]
+async fn withdraw_without_a_waiter_sends_nothing() {
+    let wire = Wire::default();
+    driver(&wire, Duration::ZERO)
+        .withdraw(&request(false))
+        .await
+        .unwrap();
+    assert!(wire.sent().is_empty());
+}
+
+#[tokio::test]
+async fn names_of_any_length_are_sent_whole() {
+    for length in [1, 100, 115, 116, 117, 128, 200, 4096] {
+        let name: Vec<u8> = (0..length).map(|i| (i % 251) as u8).collect();
+        let replies = [pair(1, 7), integer(1), integer(1)];
+        let wire = Wire::answering(&replies);
+        let driver = driver(&wire, Duration::ZERO);
+        let Acquire::Granted(lease) = driver.acquire(&request_for(&name, false)).await.unwrap()
+        else {
+            panic!("expected a grant");
+        };
+        lease.renew(TTL).await.unwrap();
+        lease.release().await.unwrap();
+        let (lock, queue) = (key_for(&name, "lock:"), key_for(&name, "queue:"));
+        let mut expected_sent = expected(
+            script_sources::ACQUIRE,
+            &[lock.clone(), queue.clone(), key("fence"), key("quarantine")],
+            &acquire_args(false, "0"),
+            &replies[..1],
+        )
+        .await;
+        expected_sent.extend(
+            expected(
+                script_sources::RENEW,
+                std::slice::from_ref(&lock),
+                &args(&[OWNER_HEX, "1501"]),
+                &replies[1..2],
+            )
+            .await,
+        );
+        expected_sent.extend(
+            expected(
+                script_sources::RELEASE,
+                &[lock, queue],
+                &args(&[OWNER_HEX, CHANNEL, "251"]),
+                &replies[2..],
+            )
+            .await,
+        );
+        assert_eq!(wire.sent(), expected_sent, "a name of {length} bytes");
+    }
+}
