@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Connector;
 use crate::ReleaseWatch;
-use crate::watch::WatchRegistry;
+use crate::watch::IdRegistry;
 
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -26,7 +26,7 @@ const PING_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 pub(super) struct Dispatcher {
-    waiters: Arc<WatchRegistry<u128>>,
+    waiters: Arc<IdRegistry>,
     started: AtomicBool,
     stop: CancellationToken,
 }
