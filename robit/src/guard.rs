@@ -16,9 +16,9 @@ use crate::{FenceToken, UnlockError};
 /// lease survived until then.
 ///
 /// **Dropping a guard** without unlocking stops renewal at once and releases the lock in
-/// the background (on the hold's watchdog task, bounded by the renew timeout), so a
-/// forgotten guard never keeps a lease alive. Call `unlock` when you can: it reports
-/// errors, and drop cannot.
+/// the background (the mutex's watchdog starts one release, bounded by the renew
+/// timeout), so a forgotten guard never keeps a lease alive. Call `unlock` when you can:
+/// it reports errors, and drop cannot.
 ///
 /// # Example
 ///

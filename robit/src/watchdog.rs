@@ -1,9 +1,10 @@
 //! The task that keeps a mutex's leases alive, and signals their loss.
 //!
 //! One watchdog runs per mutex, started by its first hold on the runtime that acquired
-//! it, and parked between holds: starting a task per hold cost more than a lock + unlock
-//! on a fast backend. A hold on another runtime starts a new watchdog there (the old one
-//! is stopped), so the leases are always renewed by a runtime that is running.
+//! it, and parked between holds: spawning and retiring a task per hold was the largest
+//! single item of the mutex's own client work per lock + unlock. A hold on another
+//! runtime starts a new watchdog there (the old one is stopped), so the leases are
+//! always renewed by a runtime that is running.
 //!
 //! For each hold it renews the lease every renew period (measured from the *send* time
 //! of the last successful acquire or renew), retries failed renews, and owns the validity
@@ -101,13 +102,17 @@ fn review(core: &Arc<Core>, id: Option<u64>) -> (bool, Option<Watched>) {
 }
 
 async fn run(core: Arc<Core>, wake: Arc<Notify>) {
+    // The hold watched last: once its watch ends, it is never watched again, even if it
+    // is still installed (a loss the mutex declined to signal).
+    let mut watched = None;
     loop {
         let (keep, hold) = review(&core, None);
         if !keep {
             return;
         }
-        match hold {
+        match hold.filter(|hold| Some(hold.id) != watched) {
             Some(hold) => {
+                watched = Some(hold.id);
                 let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %core.config.name, fence = hold.lease.fence().get());
                 // An instrumented future costs something on every poll even when no
                 // subscriber listens; skip it then.
