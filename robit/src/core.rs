@@ -211,12 +211,20 @@ impl Core {
     }
 
     /// The last of the mutex and its guards is gone: its watchdog exits, once it has
-    /// released what it was given to release.
-    pub(crate) fn close(&self) {
+    /// released what it was given to release. Leases left with a watchdog that has
+    /// since died (its runtime shut down) are released on the current runtime instead.
+    pub(crate) fn close(self: &Arc<Self>) {
         let mut slots = self.slots();
         slots.closed = true;
-        if let Some(running) = &slots.watchdog {
-            running.wake();
+        match &slots.watchdog {
+            Some(running) if running.is_alive() => running.wake(),
+            _ => {
+                let orphans = std::mem::take(&mut slots.to_release);
+                drop(slots);
+                for lease in orphans {
+                    in_background(watchdog::release(Arc::clone(self), lease));
+                }
+            }
         }
     }
 
@@ -327,25 +335,27 @@ impl Core {
         Ok(result?)
     }
 
-    /// Ends the current hold (or hold `id`) and has its watchdog release the lease in the
-    /// background: the path for dropped guards and mutexes. Without a live watchdog (its
-    /// runtime shut down), the release runs on the current runtime, if there is one.
+    /// Ends the current hold (or hold `id`) and has its lease released in the background:
+    /// the path for dropped guards and mutexes. The watchdog does it if it runs on the
+    /// current runtime (or there is none); otherwise — its runtime idle elsewhere, or shut
+    /// down — the release runs on the current runtime, which is running now.
     pub(crate) fn release_in_background(self: &Arc<Self>, id: Option<u64>) {
         let Ok((hold, _)) = self.end_voluntarily(id) else {
             return;
         };
         tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
+        let runtime = tokio::runtime::Handle::try_current().ok();
         let mut slots = self.slots();
-        match &slots.watchdog {
-            Some(running) if running.is_alive() => {
-                running.wake();
-                slots.to_release.push(hold.lease);
-            }
+        match (&slots.watchdog, &runtime) {
+            (Some(running), Some(runtime)) if running.serves(runtime) => running.wake(),
+            (Some(running), None) if running.is_alive() => running.wake(),
             _ => {
                 drop(slots);
                 in_background(watchdog::release(Arc::clone(self), hold.lease));
+                return;
             }
         }
+        slots.to_release.push(hold.lease);
     }
 
     /// Whether hold `id` (or any hold) is current and inside its validity deadline.

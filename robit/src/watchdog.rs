@@ -2,9 +2,9 @@
 //!
 //! One watchdog runs per mutex, started by its first hold on the runtime that acquired
 //! it, and parked between holds: spawning and retiring a task per hold was the largest
-//! single item of the mutex's own client work per lock + unlock. A hold on another
-//! runtime starts a new watchdog there (the old one is stopped), so the leases are
-//! always renewed by a runtime that is running.
+//! single item of the mutex's own client work per lock + unlock. A hold acquired on
+//! another runtime starts a new watchdog there (the old one is stopped): the watchdog
+//! follows the runtime that acquires, which is running at that moment.
 //!
 //! For each hold it renews the lease every renew period (measured from the *send* time
 //! of the last successful acquire or renew), retries failed renews, and owns the validity

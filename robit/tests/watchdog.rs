@@ -134,3 +134,89 @@ fn a_guard_dropped_after_its_watchdog_runtime_shut_down_still_releases() {
         guard.unlock().await.unwrap();
     });
 }
+
+#[test]
+fn a_guard_dropped_on_another_runtime_releases_there_while_the_first_sits_idle() {
+    let first = paused_runtime();
+    let driver = LocalDriver::new();
+    // The watchdog lives on the first runtime, which is then left alive but not run.
+    let (holder, guard) = first.block_on(async {
+        let holder = mutex(&driver);
+        let guard = holder.lock().await.unwrap();
+        (holder, guard)
+    });
+
+    let second = paused_runtime();
+    second.block_on(async {
+        let rival = mutex(&driver);
+        drop(guard);
+        settle().await;
+        rival.try_lock().await.unwrap().unlock().await.unwrap();
+    });
+    drop(holder);
+    drop(first);
+}
+
+#[test]
+fn many_tasks_on_many_threads_never_overlap_and_leave_no_task_behind() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    const NAMES: usize = 3;
+    let runtime = Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let driver = LocalDriver::new();
+        let inside: Arc<Vec<AtomicUsize>> =
+            Arc::new((0..NAMES).map(|_| AtomicUsize::new(0)).collect());
+        let tasks: Vec<_> = (0..12)
+            .map(|task| {
+                let (driver, inside) = (driver.clone(), Arc::clone(&inside));
+                tokio::spawn(async move {
+                    let name = task % NAMES;
+                    let mutex = Mutex::builder(format!("busy-{name}"), driver)
+                        .ttl(TTL)
+                        .build()
+                        .unwrap();
+                    for round in 0..200 {
+                        let Ok(guard) = (if round % 3 == 2 {
+                            mutex.try_lock().await
+                        } else {
+                            mutex.lock().await
+                        }) else {
+                            continue;
+                        };
+                        assert_eq!(
+                            inside[name].fetch_add(1, Ordering::SeqCst),
+                            0,
+                            "two holders"
+                        );
+                        tokio::task::yield_now().await;
+                        inside[name].fetch_sub(1, Ordering::SeqCst);
+                        // Every other hold ends by a drop, released in the background.
+                        if round % 2 == 0 {
+                            drop(guard);
+                        } else {
+                            guard.unlock().await.unwrap();
+                        }
+                    }
+                    mutex.stats().lost
+                })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), 0, "a lease was lost");
+        }
+        // Every mutex is gone: their watchdogs and release tasks end.
+        for _ in 0..100_000 {
+            if alive_tasks() == 0 {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(alive_tasks(), 0, "tasks outlived their mutexes");
+    });
+}
