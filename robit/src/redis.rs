@@ -72,7 +72,7 @@ pub use self::scripts::sources as script_sources;
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
-use self::scripts::{ACQUIRE, Decimal, Parts, ScriptCall, WITHDRAW};
+use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
 use crate::owner::hex128;
 use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
 
@@ -285,21 +285,31 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
 
 /// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
 /// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
+/// Built on the stack: a waiting `lock()` sends it with every attempt.
 struct WaiterArgs {
-    id: [u8; 32],
-    poll: Decimal,
+    /// The entry; the id is its first 32 bytes.
+    entry: [u8; 32 + 1 + 20],
+    len: usize,
 }
 
 impl WaiterArgs {
     fn new(waiter: &Waiter) -> Self {
-        Self {
-            id: hex128(waiter.id),
-            poll: Decimal::new(millis_ceil(waiter.retry_within)),
-        }
+        let mut entry = [0; 53];
+        entry[..32].copy_from_slice(&hex128(waiter.id));
+        entry[32] = b':';
+        let mut digits = itoa::Buffer::new();
+        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
+        let len = 33 + poll.len();
+        entry[33..len].copy_from_slice(poll);
+        Self { entry, len }
     }
 
-    fn entry(&self) -> Parts<'_, 3> {
-        Parts([&self.id, b":", self.poll.as_bytes()])
+    fn id(&self) -> &[u8] {
+        &self.entry[..32]
+    }
+
+    fn entry(&self) -> &[u8] {
+        &self.entry[..self.len]
     }
 }
 
@@ -324,8 +334,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
             (WaiterArgs::new(waiter), millis_ceil(queue_ttl))
         });
         let (id, entry, queue_ttl) = match &waiter {
-            Some((waiter, queue_ttl)) => (&waiter.id[..], waiter.entry(), *queue_ttl),
-            None => (&[][..], Parts([&[][..]; 3]), 0),
+            Some((waiter, queue_ttl)) => (waiter.id(), waiter.entry(), *queue_ttl),
+            None => (&[][..], &[][..], 0),
         };
         let quarantine = if settings.quarantine.is_zero() {
             0
@@ -344,7 +354,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(entry)
             .arg(queue_ttl)
             .arg(&settings.channel)
-            .arg(settings.handoff_window_arg.as_bytes())
+            .arg(settings.handoff_window_ms)
             .arg(quarantine);
         let (status, value): (i64, i64) = inner.run(&call).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
@@ -394,10 +404,10 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let mut call = ScriptCall::new(&WITHDRAW, 2, 4, settings.call_bytes(name));
         call.key(settings.lock_key(name))
             .key(settings.queue_key(name))
-            .arg(&waiter.id[..])
+            .arg(waiter.id())
             .arg(waiter.entry())
             .arg(&settings.channel)
-            .arg(settings.handoff_window_arg.as_bytes());
+            .arg(settings.handoff_window_ms);
         let _passed_on: i64 = self.inner.run(&call).await?;
         Ok(())
     }

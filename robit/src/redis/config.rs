@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::scripts::Decimal;
 use super::{Connector, RedisDriver, UrlConnector};
 
 /// Default namespace: the prefix of every key and channel the driver uses.
@@ -83,8 +82,8 @@ pub(super) struct Settings {
     pub(super) command_timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) handoff_window: Duration,
-    /// The hand-off window as the scripts take it: whole milliseconds, in decimal.
-    pub(super) handoff_window_arg: Decimal,
+    /// The hand-off window as the scripts take it, in whole milliseconds.
+    pub(super) handoff_window_ms: u64,
     pub(super) quarantine: Duration,
 }
 
@@ -213,7 +212,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             handoff_window: self.handoff_window,
-            handoff_window_arg: Decimal::new(millis_ceil(self.handoff_window)),
+            handoff_window_ms: millis_ceil(self.handoff_window),
             quarantine: self.quarantine,
         };
         Ok(RedisDriver::from_parts(Arc::new(connector), settings))

@@ -15,17 +15,23 @@
 use crate::LockName;
 
 use super::config::Settings;
-use super::scripts::Parts;
+use super::scripts::Key;
 
 impl Settings {
     /// `{<namespace>}:lock:<name>`.
-    pub(super) fn lock_key<'a>(&'a self, name: &'a LockName) -> Parts<'a, 2> {
-        Parts([self.lock_prefix.as_bytes(), name.as_bytes()])
+    pub(super) fn lock_key<'a>(&'a self, name: &'a LockName) -> Key<'a> {
+        Key {
+            prefix: self.lock_prefix.as_bytes(),
+            name: name.as_bytes(),
+        }
     }
 
     /// `{<namespace>}:queue:<name>`.
-    pub(super) fn queue_key<'a>(&'a self, name: &'a LockName) -> Parts<'a, 2> {
-        Parts([self.queue_prefix.as_bytes(), name.as_bytes()])
+    pub(super) fn queue_key<'a>(&'a self, name: &'a LockName) -> Key<'a> {
+        Key {
+            prefix: self.queue_prefix.as_bytes(),
+            name: name.as_bytes(),
+        }
     }
 
     /// Room enough, in bytes, for the keys and arguments of any script call on `name`:

@@ -45,7 +45,7 @@ impl<C: Connector> Lease for RedisLease<C> {
             .key(settings.queue_key(&self.name))
             .arg(&self.owner[..])
             .arg(&settings.channel)
-            .arg(settings.handoff_window_arg.as_bytes());
+            .arg(settings.handoff_window_ms);
         let _released: i64 = self.inner.run(&call).await?;
         Ok(())
     }

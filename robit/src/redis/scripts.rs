@@ -106,67 +106,37 @@ impl ScriptCall {
     }
 }
 
-/// One key or argument made of `N` byte strings, one after the other, written into the
-/// command with no allocation.
+/// A key made of a prefix and a lock name, written into the command as one argument
+/// with no allocation.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Parts<'a, const N: usize>(pub(super) [&'a [u8]; N]);
+pub(super) struct Key<'a> {
+    pub(super) prefix: &'a [u8],
+    pub(super) name: &'a [u8],
+}
 
-/// Up to this length, [`Parts`] are joined on the stack and written in one piece: cheaper
-/// than writing them one by one through `RedisWrite::writer_for_next_arg`, a call into
-/// redis-rs per part (measured). Longer ones, rare, are written that way.
+/// Up to this length, a [`Key`] is joined on the stack and written in one piece: cheaper
+/// than writing its parts one by one through `RedisWrite::writer_for_next_arg`, a call
+/// into redis-rs per part (measured). Longer ones, rare, are written that way.
 const JOIN_ON_STACK: usize = 128;
 
-impl<const N: usize> ToRedisArgs for Parts<'_, N> {
+impl ToRedisArgs for Key<'_> {
     fn write_redis_args<W>(&self, out: &mut W)
     where
         W: ?Sized + RedisWrite,
     {
-        let len = self.0.iter().map(|part| part.len()).sum::<usize>();
+        let len = self.prefix.len() + self.name.len();
         if len <= JOIN_ON_STACK {
             let mut joined = [0; JOIN_ON_STACK];
-            let mut at = 0;
-            for part in self.0 {
-                joined[at..at + part.len()].copy_from_slice(part);
-                at += part.len();
-            }
+            joined[..self.prefix.len()].copy_from_slice(self.prefix);
+            joined[self.prefix.len()..len].copy_from_slice(self.name);
             out.write_arg(&joined[..len]);
         } else {
             let mut arg = out.writer_for_next_arg();
-            for part in self.0 {
-                // Writing into a command (or redis-rs's other argument buffers) cannot
-                // fail, and `write_redis_args` could not report it if it did.
-                let _ = arg.write_all(part);
-            }
+            // Writing into a command (or redis-rs's other argument buffers) cannot fail,
+            // and `write_redis_args` could not report it if it did.
+            let _ = arg.write_all(self.prefix);
+            let _ = arg.write_all(self.name);
         }
-    }
-}
-
-/// A number in decimal, as redis-rs writes a `u64` argument, held on the stack so that
-/// it can be one of several [`Parts`].
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Decimal {
-    digits: [u8; 20],
-    start: usize,
-}
-
-impl Decimal {
-    pub(super) fn new(mut value: u64) -> Self {
-        let mut digits = [0; 20];
-        let mut start = digits.len();
-        loop {
-            start -= 1;
-            // A digit: below 10.
-            digits[start] = b'0' + (value % 10) as u8;
-            value /= 10;
-            if value == 0 {
-                break;
-            }
-        }
-        Self { digits, start }
-    }
-
-    pub(super) fn as_bytes(&self) -> &[u8] {
-        &self.digits[self.start..]
     }
 }
 
@@ -175,26 +145,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn decimals_are_written_as_redis_writes_integers() {
-        for value in [
-            0,
-            1,
-            9,
-            10,
-            99,
-            100,
-            12_345,
-            u64::from(u32::MAX),
-            u64::MAX - 1,
-            u64::MAX,
-        ] {
-            assert_eq!(Decimal::new(value).as_bytes(), value.to_string().as_bytes());
-            assert_eq!(value.to_redis_args(), vec![value.to_string().into_bytes()]);
-        }
-    }
-
-    #[test]
-    fn parts_are_one_argument() {
+    fn a_key_is_one_argument() {
         let long = vec![b'x'; 3 * JOIN_ON_STACK];
         for (first, second) in [
             (&b""[..], &b""[..]),
@@ -204,10 +155,11 @@ mod tests {
             (&long[..JOIN_ON_STACK], b"y"),
             (&long[..], &long[..]),
         ] {
-            assert_eq!(
-                Parts([first, second]).to_redis_args(),
-                vec![[first, second].concat()]
-            );
+            let key = Key {
+                prefix: first,
+                name: second,
+            };
+            assert_eq!(key.to_redis_args(), vec![[first, second].concat()]);
         }
     }
 }
