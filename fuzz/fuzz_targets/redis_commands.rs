@@ -10,7 +10,8 @@
 //! - the reply encodes, and decodes back to itself (a CR or LF inside an error line is
 //!   sent as a space), nesting no deeper than the decoder accepts;
 //! - the scripts answer in the shapes robit's driver parses: acquire `[status, value]`
-//!   with status 0, 1 or 2; renew, release and withdraw 0 or 1; or an error;
+//!   with status 0, 1 or 2; renew 0 or 1; release and withdraw 0, 1 or the hex id of
+//!   the waiter the lock was handed to; or an error;
 //! - a grant carries a fencing token above every earlier one of its namespace (unless a
 //!   command other than acquire wrote the fence key since the last FLUSHALL), and is
 //!   reported as a `Granted` event with that token, for that key and owner;
@@ -703,6 +704,10 @@ fn check_script(model: &mut Model, call: &Call, via: Via, reply: &Frame, events:
         }
         (Call::Acquire { .. }, _) => panic!("acquire answered {reply:?}"),
         (_, Frame::Integer(0 | 1)) => {}
+        (Call::Release { .. } | Call::Withdraw { .. }, Frame::Bulk(waiter)) => assert!(
+            !waiter.is_empty() && waiter.iter().all(u8::is_ascii_hexdigit),
+            "a hand-off to {waiter:?}, not a waiter id"
+        ),
         _ => panic!("the {script:?} script answered {reply:?}"),
     }
 }

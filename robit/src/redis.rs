@@ -48,6 +48,7 @@
 mod config;
 mod connector;
 mod error;
+mod freed;
 mod keys;
 mod lease;
 mod notify;
@@ -70,6 +71,7 @@ pub use self::connector::{Connector, UrlConnector};
 pub use self::scripts::sources as script_sources;
 
 use self::config::{Settings, millis_ceil};
+use self::freed::Freed;
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
@@ -408,7 +410,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(waiter.entry())
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms);
-        let _passed_on: i64 = self.inner.run(&call).await?;
+        let freed: Freed = self.inner.run(&call).await?;
+        self.inner.dispatcher.handed_over(freed).await;
         Ok(())
     }
 }

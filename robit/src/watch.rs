@@ -147,11 +147,14 @@ where
         })
     }
 
-    /// Completes every watch on `key`.
-    pub(crate) fn notify(&self, key: &K) {
-        if let Some(watchers) = self.entries().get(key) {
-            watchers.notify.notify_waiters();
-        }
+    /// Completes every watch on `key`; whether there was any.
+    pub(crate) fn notify(&self, key: &K) -> bool {
+        let entries = self.entries();
+        let Some(watchers) = entries.get(key) else {
+            return false;
+        };
+        watchers.notify.notify_waiters();
+        true
     }
 
     /// How many keys are watched.

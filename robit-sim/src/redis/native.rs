@@ -115,7 +115,7 @@ fn acquire(
         return Ok(pair(0, pttl));
     }
     if !reserved_for_me && head.as_ref().is_some_and(|head| head != entry) {
-        let window = hand_off(script, lock, queue, channel, handoff)?;
+        let window = hand_off(script, lock, queue, channel, handoff)?.map(|(_, window)| window);
         wait_in_line(script, &line)?;
         return Ok(pair(0, window.unwrap_or(0.0)));
     }
@@ -189,15 +189,15 @@ fn wait_in_line(script: &mut Script<'_, '_>, line: &Line<'_>) -> Result<(), Rais
 }
 
 /// `hand_off` from handoff.lua: reserves the lock for the first well-formed entry of the
-/// queue and publishes its waiter id, or deletes the lock if nobody waits. The window
-/// reserved, if any.
+/// queue and publishes its waiter id, or deletes the lock if nobody waits. The waiter
+/// and the window reserved for it, if any.
 fn hand_off(
     script: &mut Script<'_, '_>,
     lock: &[u8],
     queue: &[u8],
     channel: &[u8],
     window_ms: &[u8],
-) -> Result<Option<f64>, Raised> {
+) -> Result<Option<(Vec<u8>, f64)>, Raised> {
     loop {
         let Some(head) = string(script.call(LPOP_HAND_OFF, &[b"LPOP", queue])?) else {
             script.call(DEL_LOCK, &[b"DEL", lock])?;
@@ -221,7 +221,7 @@ fn hand_off(
         let px = argument(window);
         script.call(SET_RESERVED, &[b"SET", lock, &reservation, b"PX", &px])?;
         script.call(PUBLISH, &[b"PUBLISH", channel, waiter])?;
-        return Ok(Some(window));
+        return Ok(Some((waiter.to_vec(), window)));
     }
 }
 
@@ -265,12 +265,12 @@ fn release(
     if script.pcall(&[b"GET", lock]) != Frame::Bulk(owner.clone()) {
         return Ok(Frame::Integer(0));
     }
-    hand_off(script, lock, queue, channel, handoff)?;
+    let reserved = hand_off(script, lock, queue, channel, handoff)?;
     script.event(LockEventKind::Released {
         key: lock.clone(),
         owner: owner.clone(),
     });
-    Ok(Frame::Integer(1))
+    Ok(freed(reserved))
 }
 
 fn withdraw(
@@ -285,8 +285,13 @@ fn withdraw(
     if script.pcall(&[b"GET", lock]) != Frame::Bulk(reservation) {
         return Ok(Frame::Integer(0));
     }
-    hand_off(script, lock, queue, channel, handoff)?;
-    Ok(Frame::Integer(1))
+    let reserved = hand_off(script, lock, queue, channel, handoff)?;
+    Ok(freed(reserved))
+}
+
+/// `return hand_off(...) or 1`: the waiter the lock is reserved for, or 1 if nobody waits.
+fn freed(reserved: Option<(Vec<u8>, f64)>) -> Frame {
+    reserved.map_or(Frame::Integer(1), |(waiter, _)| Frame::Bulk(waiter))
 }
 
 #[cfg(test)]

@@ -187,7 +187,7 @@ mod tests {
         let pinned = [
             (
                 RobitScript::Acquire,
-                "e69eaf5f6c442657896c2951cfc322d79ede6a76",
+                "24fcdc60c01670a516c4da00b802e95fa25d9301",
             ),
             (
                 RobitScript::Renew,
@@ -195,11 +195,11 @@ mod tests {
             ),
             (
                 RobitScript::Release,
-                "cfcd9891f7ec66a4027e0c5e3179cee666c8387f",
+                "8ce955927178c85ce97fe5bc48be1bb49af00a81",
             ),
             (
                 RobitScript::Withdraw,
-                "fb4c3f694b0471760a44f8fc24387e22e0da7367",
+                "92b8b4edd5a17e5c1912af9bc439518e65fe299c",
             ),
         ];
         for (kind, sha) in pinned {

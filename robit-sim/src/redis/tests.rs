@@ -203,7 +203,8 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     let (_subscribed, mut messages) = backend.subscriber();
     backend.acquire(0, OWNER_A, "10000", None, "0");
     backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
-    assert_eq!(backend.release(20, OWNER_A), int(1));
+    // The answer names the waiter, so that a driver in the same process can wake it.
+    assert_eq!(backend.release(20, OWNER_A), Frame::bulk(WAITER_B));
     let reservation = format!("W{WAITER_B}");
     assert_eq!(
         backend.run(at(20), &["GET", LOCK]),
@@ -312,13 +313,16 @@ fn withdraw_leaves_the_queue_and_passes_on_the_waiters_reservation() {
         "C left the queue"
     );
     backend.acquire(5, OWNER_B, "10000", Some((WAITER_C, 100)), "0");
-    assert_eq!(backend.withdraw(6, (WAITER_B, 100)), int(1));
+    assert_eq!(backend.withdraw(6, (WAITER_B, 100)), Frame::bulk(WAITER_C));
     let reservation = format!("W{WAITER_C}");
     assert_eq!(
         backend.run(at(6), &["GET", LOCK]),
         Frame::bulk(&reservation)
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_C)));
+    // The last waiter withdrawing frees the lock: nobody to pass it to.
+    assert_eq!(backend.withdraw(7, (WAITER_C, 100)), int(1));
+    assert_eq!(backend.run(at(7), &["EXISTS", LOCK]), int(0));
 }
 
 #[test]

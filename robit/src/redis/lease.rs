@@ -6,6 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::config::millis_ceil;
+use super::freed::Freed;
 use super::scripts::{RELEASE, RENEW, ScriptCall};
 use super::{Connector, Inner};
 use crate::{DriverError, FenceToken, Lease, LockName, Renewal};
@@ -46,7 +47,8 @@ impl<C: Connector> Lease for RedisLease<C> {
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms);
-        let _released: i64 = self.inner.run(&call).await?;
+        let freed: Freed = self.inner.run(&call).await?;
+        self.inner.dispatcher.handed_over(freed).await;
         Ok(())
     }
 }

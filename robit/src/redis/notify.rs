@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Connector;
+use super::freed::{Freed, parse_waiter};
 use crate::ReleaseWatch;
 use crate::watch::IdRegistry;
 
@@ -46,13 +47,23 @@ impl Dispatcher {
     }
 
     fn deliver(&self, payload: &[u8]) {
-        let Some(waiter) = std::str::from_utf8(payload)
-            .ok()
-            .and_then(|hex| u128::from_str_radix(hex, 16).ok())
-        else {
-            return;
-        };
-        self.waiters.notify(&waiter);
+        if let Some(waiter) = parse_waiter(payload) {
+            self.waiters.notify(&waiter);
+        }
+    }
+
+    /// Wakes the waiter that a release or withdrawal made through this driver just
+    /// reserved the lock for, if it is one of this driver's own, without waiting for the
+    /// published notification to come back from the server. Then lets it run before the
+    /// releasing task goes on, so that its claim is sent first: whatever the releaser
+    /// sends next — another `lock()` of the same name, typically — would otherwise go
+    /// ahead of the claim on the shared connection, and delay it by a script's run.
+    pub(super) async fn handed_over(&self, freed: Freed) {
+        if let Freed::ReservedFor(waiter) = freed {
+            if self.waiters.notify(&waiter) {
+                tokio::task::yield_now().await;
+            }
+        }
     }
 
     fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str, limit: Duration) {

@@ -43,7 +43,7 @@ end
 if not reserved_for_me and head and head ~= entry then
   -- Free, but others have waited longer (the last holder expired instead of releasing):
   -- hand it to the longest-waiting one, and queue behind.
-  local window = hand_off(lock, queue, channel, handoff)
+  local _, window = hand_off(lock, queue, channel, handoff)
   wait_in_line()
   return {0, window or 0}
 end

@@ -5,6 +5,8 @@
 -- waiter at the head ("W<waiter id>") for the hand-off window, or for twice the waiter's
 -- poll interval if that is longer: a waiter that missed the notification still finds
 -- its reservation when it next polls.
+--
+-- Returns the waiter's id and the window, or false when nobody waits.
 local function hand_off(lock, queue, channel, window_ms)
   local head = redis.call('LPOP', queue)
   if not head then
@@ -19,6 +21,6 @@ local function hand_off(lock, queue, channel, window_ms)
   local window = math.max(tonumber(window_ms), 2 * tonumber(poll_ms))
   redis.call('SET', lock, 'W' .. waiter, 'PX', window)
   redis.call('PUBLISH', channel, waiter)
-  return window
+  return waiter, window
 end
 

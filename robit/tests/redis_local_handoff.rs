@@ -1,0 +1,158 @@
+//! A release or withdrawal that hands the lock to a waiter of the same driver wakes that
+//! waiter directly, from the script's answer, without the published notification.
+//!
+//! The drivers here cannot subscribe, and their waiters poll once a minute: within the
+//! tests' limits, only the direct wake can move a waiter. Real time, real server; the
+//! tests wait for events, never assert durations.
+#![cfg(feature = "redis")]
+
+mod common;
+mod support;
+
+use std::time::Duration;
+
+use common::within;
+use redis::aio::PubSub;
+use redis::{AsyncCommands, ErrorKind, RedisResult};
+use robit::redis::{Connector, RedisDriver, UrlConnector};
+use robit::{Acquire, AcquireRequest, Backoff, Driver, LockName, Mutex, OwnerToken, Wait, Waiter};
+use support::RedisServer;
+
+const TTL: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_secs(60);
+const LONG: Duration = Duration::from_secs(20);
+
+/// Commands go to the server; subscribing always fails, so no notification arrives.
+struct Deaf(UrlConnector);
+
+#[robit::async_trait]
+impl Connector for Deaf {
+    type Connection = <UrlConnector as Connector>::Connection;
+
+    async fn connect(&self) -> RedisResult<Self::Connection> {
+        self.0.connect().await
+    }
+
+    async fn subscriber(&self) -> RedisResult<PubSub> {
+        Err((
+            ErrorKind::Client,
+            "this test's driver hears no notifications",
+        )
+            .into())
+    }
+
+    fn reconnects_by_itself(&self) -> bool {
+        self.0.reconnects_by_itself()
+    }
+
+    fn describe(&self) -> String {
+        "a connector without notifications".to_owned()
+    }
+}
+
+fn deaf_driver(server: &RedisServer) -> RedisDriver<Deaf> {
+    RedisDriver::with_connector(Deaf(UrlConnector::new(&server.url()).unwrap()))
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+fn request(owner: u128, waiter: Option<u128>) -> AcquireRequest {
+    let request = AcquireRequest::new(LockName::from("local"), OwnerToken::from_u128(owner), TTL);
+    match waiter {
+        Some(id) => request.with_waiter(Waiter::new(id, POLL)),
+        None => request,
+    }
+}
+
+async fn held(driver: &impl Driver, request: &AcquireRequest) {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Held { .. } => {}
+        other => panic!("expected Held, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_wakes_the_next_waiter_of_the_same_driver_without_a_notification() {
+    let server = RedisServer::start();
+    let driver = deaf_driver(&server);
+    let holder = match driver.acquire(&request(1, None)).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    let waiting = request(2, Some(0xa));
+    let woken = driver.watch_release(&waiting);
+    assert!(woken.is_live());
+    held(&driver, &waiting).await;
+    holder.release().await.unwrap();
+    within(LONG, "the direct wake", woken).await;
+    match driver.acquire(&waiting).await.unwrap() {
+        Acquire::Granted(_) => {}
+        other => panic!("the woken waiter's claim was refused: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_passes_the_reservation_on_and_wakes_the_next_waiter_directly() {
+    let server = RedisServer::start();
+    let driver = deaf_driver(&server);
+    let holder = match driver.acquire(&request(1, None)).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    let (first, second) = (request(2, Some(0xa)), request(3, Some(0xb)));
+    held(&driver, &first).await;
+    held(&driver, &second).await;
+    let second_woken = driver.watch_release(&second);
+    // Reserved for the first waiter, which gives up instead of claiming it.
+    holder.release().await.unwrap();
+    driver.withdraw(&first).await.unwrap();
+    within(LONG, "the direct wake of the second waiter", second_woken).await;
+    match driver.acquire(&second).await.unwrap() {
+        Acquire::Granted(_) => {}
+        other => panic!("the second waiter's claim was refused: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutexes_sharing_a_driver_pass_the_lock_in_turn_without_notifications() {
+    let server = RedisServer::start();
+    let driver = deaf_driver(&server);
+    let mutex = || {
+        Mutex::builder("local", driver.clone())
+            .ttl(TTL)
+            .backoff(Backoff::new(POLL, POLL))
+            .wait(Wait::Forever)
+            .build()
+            .unwrap()
+    };
+    let holder = mutex().lock().await.unwrap();
+    // Each waiter, once it has the lock, unlocks it and so hands it to the next.
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let mutex = mutex();
+            tokio::spawn(async move {
+                let guard = mutex.lock().await.unwrap();
+                guard.unlock().await.unwrap();
+            })
+        })
+        .collect();
+    // Each waiter is queued once it has been told the lock is held.
+    within(LONG, "three queued waiters", async {
+        while server
+            .admin()
+            .await
+            .llen::<_, usize>(b"{robit}:queue:local")
+            .await
+            .unwrap()
+            < 3
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    holder.unlock().await.unwrap();
+    for waiter in waiters {
+        within(LONG, "the hand-off chain", waiter).await.unwrap();
+    }
+}
