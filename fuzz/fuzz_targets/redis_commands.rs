@@ -9,9 +9,9 @@
 //!
 //! - the reply encodes, and decodes back to itself (a CR or LF inside an error line is
 //!   sent as a space), nesting no deeper than the decoder accepts;
-//! - the scripts answer in the shapes robit's driver parses: acquire `[status, value]`
-//!   with status 0, 1 or 2; renew 0 or 1; release and withdraw 0, 1 or the hex id of
-//!   the waiter the lock was handed to; or an error;
+//! - the scripts answer in the shapes robit's driver parses: acquire `[0 or 2, value]`
+//!   or `[1, fence, next in line]`; renew 0 or 1; release and withdraw 0, 1 or the hex
+//!   id of the waiter the lock was handed to; or an error;
 //! - a grant carries a fencing token above every earlier one of its namespace (unless a
 //!   command other than acquire wrote the fence key since the last FLUSHALL), and is
 //!   reported as a `Granted` event with that token, for that key and owner;
@@ -676,10 +676,17 @@ fn check_script(model: &mut Model, call: &Call, via: Via, reply: &Frame, events:
     }
     match (call, reply) {
         (Call::Acquire { owner: who, .. }, Frame::Array(pair)) => {
-            let [Frame::Integer(status), Frame::Integer(value)] = pair.as_slice() else {
-                panic!("acquire answered {reply:?}, not [status, value]");
+            let (status, value) = match pair.as_slice() {
+                [Frame::Integer(status @ (0 | 2)), Frame::Integer(value)] => (status, value),
+                [Frame::Integer(status @ 1), Frame::Integer(value), Frame::Bulk(next)] => {
+                    assert!(
+                        next.iter().all(u8::is_ascii_hexdigit),
+                        "a grant named {next:?} as next in line, not a waiter id"
+                    );
+                    (status, value)
+                }
+                _ => panic!("acquire answered {reply:?}, not [0|2, value] or [1, fence, next]"),
             };
-            assert!((0..=2).contains(status), "acquire answered status {status}");
             let granted: Vec<_> = events
                 .iter()
                 .filter_map(|event| match &event.kind {

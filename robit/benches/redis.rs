@@ -138,7 +138,7 @@ impl Baseline {
     async fn cycle(&self, connection: &mut ConnectionManager, name: &str, owner: &str) {
         let lock = format!("{{robit}}:lock:{name}");
         let queue = format!("{{robit}}:queue:{name}");
-        let (granted, _): (i64, i64) = self
+        let (granted, _, _next): (i64, i64, Vec<u8>) = self
             .acquire
             .key(&lock)
             .key(&queue)
@@ -190,7 +190,7 @@ impl LeanBaseline {
     }
 
     async fn cycle(&self, connection: &mut ConnectionManager, owner: &str) {
-        let (granted, _): (i64, i64) = redis::cmd("EVALSHA")
+        let (granted, _, _next): (i64, i64, Vec<u8>) = redis::cmd("EVALSHA")
             .arg(&self.acquire)
             .arg(4)
             .arg(&self.lock)

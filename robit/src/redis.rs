@@ -45,10 +45,10 @@
 //! # Ok(()) }
 //! ```
 
+mod answers;
 mod config;
 mod connector;
 mod error;
-mod freed;
 mod keys;
 mod lease;
 mod notify;
@@ -70,8 +70,8 @@ pub use self::connector::{Connector, UrlConnector};
 #[doc(hidden)]
 pub use self::scripts::sources as script_sources;
 
+use self::answers::{AcquireAnswer, Freed};
 use self::config::{Settings, millis_ceil};
-use self::freed::Freed;
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
@@ -358,7 +358,11 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
             .arg(quarantine);
-        let (status, value): (i64, i64) = inner.run(&call).await?;
+        let AcquireAnswer {
+            status,
+            value,
+            next,
+        } = inner.run(&call).await?;
         let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
         match (status, u64::try_from(value)) {
             (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
@@ -366,6 +370,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 name: request.name.clone(),
                 owner,
                 fence: FenceToken::new(fence),
+                next,
             }))),
             (0, _) => Ok(Acquire::Held {
                 expires_in: millis(value),
@@ -410,8 +415,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(waiter.entry())
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms);
-        let freed: Freed = self.inner.run(&call).await?;
-        self.inner.dispatcher.handed_over(freed).await;
+        let withdrawn = self.inner.run::<Freed>(&call);
+        self.inner.dispatcher.freeing(withdrawn, None).await?;
         Ok(())
     }
 }

@@ -1,5 +1,6 @@
 //! A release or withdrawal that hands the lock to a waiter of the same driver wakes that
-//! waiter directly, from the script's answer, without the published notification.
+//! waiter directly, without the published notification: from the script's answer, or,
+//! for the waiter a grant named as next in line, as soon as the grant's release is sent.
 //!
 //! The drivers here cannot subscribe, and their waiters poll once a minute: within the
 //! tests' limits, only the direct wake can move a waiter. Real time, real server; the
@@ -9,14 +10,18 @@
 mod common;
 mod support;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::within;
-use redis::aio::PubSub;
-use redis::{AsyncCommands, ErrorKind, RedisResult};
+use redis::aio::{ConnectionLike, PubSub};
+use redis::{AsyncCommands, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
 use robit::redis::{Connector, RedisDriver, UrlConnector};
-use robit::{Acquire, AcquireRequest, Backoff, Driver, LockName, Mutex, OwnerToken, Wait, Waiter};
+use robit::{
+    Acquire, AcquireRequest, Backoff, Driver, Lease, LockName, Mutex, OwnerToken, Wait, Waiter,
+};
 use support::RedisServer;
+use tokio::sync::watch;
 
 const TTL: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_secs(60);
@@ -50,6 +55,66 @@ impl Connector for Deaf {
     }
 }
 
+/// A command connection whose answers are held back while its gate is shut.
+#[derive(Clone)]
+struct Gated {
+    inner: <UrlConnector as Connector>::Connection,
+    open: watch::Receiver<bool>,
+}
+
+impl ConnectionLike for Gated {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let answer = self.inner.req_packed_command(cmd).await;
+            let _ = self.open.wait_for(|open| *open).await;
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        self.inner.req_packed_commands(pipeline, offset, count)
+    }
+
+    fn get_db(&self) -> i64 {
+        self.inner.get_db()
+    }
+}
+
+/// A deaf connector whose command connection is [`Gated`].
+struct DeafGated {
+    deaf: Deaf,
+    open: watch::Receiver<bool>,
+}
+
+#[robit::async_trait]
+impl Connector for DeafGated {
+    type Connection = Gated;
+
+    async fn connect(&self) -> RedisResult<Gated> {
+        Ok(Gated {
+            inner: self.deaf.connect().await?,
+            open: self.open.clone(),
+        })
+    }
+
+    async fn subscriber(&self) -> RedisResult<PubSub> {
+        self.deaf.subscriber().await
+    }
+
+    fn reconnects_by_itself(&self) -> bool {
+        self.deaf.reconnects_by_itself()
+    }
+
+    fn describe(&self) -> String {
+        "a gated connector without notifications".to_owned()
+    }
+}
+
 fn deaf_driver(server: &RedisServer) -> RedisDriver<Deaf> {
     RedisDriver::with_connector(Deaf(UrlConnector::new(&server.url()).unwrap()))
         .quarantine(Duration::ZERO)
@@ -65,6 +130,13 @@ fn request(owner: u128, waiter: Option<u128>) -> AcquireRequest {
     }
 }
 
+async fn granted(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn Lease> {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
 async fn held(driver: &impl Driver, request: &AcquireRequest) {
     match driver.acquire(request).await.unwrap() {
         Acquire::Held { .. } => {}
@@ -76,30 +148,53 @@ async fn held(driver: &impl Driver, request: &AcquireRequest) {
 async fn a_release_wakes_the_next_waiter_of_the_same_driver_without_a_notification() {
     let server = RedisServer::start();
     let driver = deaf_driver(&server);
-    let holder = match driver.acquire(&request(1, None)).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("expected a grant, got {other:?}"),
-    };
+    let holder = granted(&driver, &request(1, None)).await;
     let waiting = request(2, Some(0xa));
     let woken = driver.watch_release(&waiting);
     assert!(woken.is_live());
     held(&driver, &waiting).await;
     holder.release().await.unwrap();
     within(LONG, "the direct wake", woken).await;
-    match driver.acquire(&waiting).await.unwrap() {
-        Acquire::Granted(_) => {}
-        other => panic!("the woken waiter's claim was refused: {other:?}"),
-    }
+    granted(&driver, &waiting).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_waiter_next_in_line_is_woken_as_soon_as_the_release_is_sent() {
+    let server = RedisServer::start();
+    let (gate, open) = watch::channel(true);
+    let driver = RedisDriver::with_connector(DeafGated {
+        deaf: Deaf(UrlConnector::new(&server.url()).unwrap()),
+        open,
+    })
+    .quarantine(Duration::ZERO)
+    .build()
+    .unwrap();
+    let first = granted(&driver, &request(1, None)).await;
+    let (a, w) = (request(2, Some(0xa)), request(3, Some(0xb)));
+    held(&driver, &a).await;
+    held(&driver, &w).await;
+    first.release().await.unwrap();
+    // `a` claims its reservation; the grant names `w` as next in line.
+    let second = granted(&driver, &a).await;
+    let woken = driver.watch_release(&w);
+    // No answer comes back while the gate is shut: only the early wake can wake `w`.
+    gate.send_replace(false);
+    let releasing = tokio::spawn(async move { second.release().await });
+    within(LONG, "the early wake", woken).await;
+    assert!(!releasing.is_finished(), "the release was answered");
+    gate.send_replace(true);
+    within(LONG, "the release", releasing)
+        .await
+        .unwrap()
+        .unwrap();
+    granted(&driver, &w).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_withdrawal_passes_the_reservation_on_and_wakes_the_next_waiter_directly() {
     let server = RedisServer::start();
     let driver = deaf_driver(&server);
-    let holder = match driver.acquire(&request(1, None)).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("expected a grant, got {other:?}"),
-    };
+    let holder = granted(&driver, &request(1, None)).await;
     let (first, second) = (request(2, Some(0xa)), request(3, Some(0xb)));
     held(&driver, &first).await;
     held(&driver, &second).await;
@@ -108,10 +203,7 @@ async fn a_withdrawal_passes_the_reservation_on_and_wakes_the_next_waiter_direct
     holder.release().await.unwrap();
     driver.withdraw(&first).await.unwrap();
     within(LONG, "the direct wake of the second waiter", second_woken).await;
-    match driver.acquire(&second).await.unwrap() {
-        Acquire::Granted(_) => {}
-        other => panic!("the second waiter's claim was refused: {other:?}"),
-    }
+    granted(&driver, &second).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

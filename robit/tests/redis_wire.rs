@@ -201,6 +201,11 @@ fn pair(status: i64, value: i64) -> Vec<u8> {
     resp(&format!("*2\r\n:{status}\r\n:{value}\r\n"))
 }
 
+/// A grant's answer, with nobody next in line.
+fn grant(fence: i64) -> Vec<u8> {
+    resp(&format!("*3\r\n:1\r\n:{fence}\r\n$0\r\n\r\n"))
+}
+
 fn noscript() -> Vec<u8> {
     resp("-NOSCRIPT No matching script. Please use EVAL.\r\n")
 }
@@ -294,7 +299,7 @@ async fn acquire_sends_what_redis_script_sends() {
 async fn renew_sends_what_redis_script_sends() {
     for replies in ALL {
         let replies_for = replies.around(script_sources::RENEW, integer(1));
-        let mut all = vec![pair(1, 7)];
+        let mut all = vec![grant(7)];
         all.extend(replies_for.iter().cloned());
         let wire = Wire::answering(&all);
         let lease = granted(&wire, Duration::ZERO).await;
@@ -303,7 +308,7 @@ async fn renew_sends_what_redis_script_sends() {
             script_sources::ACQUIRE,
             &acquire_keys(),
             &acquire_args(false, "0"),
-            &[pair(1, 7)],
+            &[grant(7)],
         )
         .await;
         expected_sent.extend(
@@ -328,7 +333,7 @@ async fn renew_sends_what_redis_script_sends() {
 async fn release_sends_what_redis_script_sends() {
     for replies in ALL {
         let replies_for = replies.around(script_sources::RELEASE, integer(1));
-        let mut all = vec![pair(1, 7)];
+        let mut all = vec![grant(7)];
         all.extend(replies_for.iter().cloned());
         let wire = Wire::answering(&all);
         let lease = granted(&wire, QUARANTINE).await;
@@ -337,7 +342,7 @@ async fn release_sends_what_redis_script_sends() {
             script_sources::ACQUIRE,
             &acquire_keys(),
             &acquire_args(false, "2500"),
-            &[pair(1, 7)],
+            &[grant(7)],
         )
         .await;
         expected_sent.extend(
@@ -387,7 +392,7 @@ async fn withdraw_without_a_waiter_sends_nothing() {
 async fn names_of_any_length_are_sent_whole() {
     for length in [1, 100, 115, 116, 117, 128, 200, 4096] {
         let name: Vec<u8> = (0..length).map(|i| (i % 251) as u8).collect();
-        let replies = [pair(1, 7), integer(1), integer(1)];
+        let replies = [grant(7), integer(1), integer(1)];
         let wire = Wire::answering(&replies);
         let driver = driver(&wire, Duration::ZERO);
         let Acquire::Granted(lease) = driver.acquire(&request_for(&name, false)).await.unwrap()

@@ -35,6 +35,7 @@ const SET_QUARANTINE: Site = ("redis.call('SET', quarantine, '1', 'PX', quaranti
 const SET_FENCE_FIRST: Site = ("redis.call('SET', fence, clock)", 0);
 const SET_FENCE_CLOCK: Site = ("redis.call('SET', fence, clock)", 1);
 const LPOP_GRANTED: Site = ("\n  redis.call('LPOP', queue)", 0);
+const LINDEX_NEXT: Site = ("head = redis.call('LINDEX', queue, 0)", 0);
 const SET_LOCK: Site = ("redis.call('SET', lock, owner, 'PX', ttl)", 0);
 const LPOP_HAND_OFF: Site = ("local head = redis.call('LPOP', queue)", 0);
 const DEL_LOCK: Site = ("redis.call('DEL', lock)", 0);
@@ -99,7 +100,7 @@ fn acquire(
 
     // Reads first: a key of the wrong type fails the script before anything is written.
     let current = string(script.call(GET_LOCK, &[b"GET", lock])?);
-    let head = string(script.call(LINDEX_QUEUE, &[b"LINDEX", queue, b"0"])?);
+    let mut head = string(script.call(LINDEX_QUEUE, &[b"LINDEX", queue, b"0"])?);
 
     let left = number(&script.call(PTTL_QUARANTINE, &[b"PTTL", quarantine])?);
     if left > 0.0 {
@@ -153,6 +154,7 @@ fn acquire(
     }
     if !waiter.is_empty() && head.as_ref() == Some(entry) {
         script.call(LPOP_GRANTED, &[b"LPOP", queue])?;
+        head = string(script.call(LINDEX_NEXT, &[b"LINDEX", queue, b"0"])?);
     }
     script.call(SET_LOCK, &[b"SET", lock, owner, b"PX", ttl])?;
     #[allow(clippy::cast_possible_truncation)]
@@ -162,7 +164,23 @@ fn acquire(
         fence: token as i64,
         ttl: millis(ttl),
     });
-    Ok(pair(1, token))
+    #[allow(clippy::cast_possible_truncation)]
+    let granted = vec![
+        Frame::Integer(1),
+        Frame::Integer(token as i64),
+        Frame::Bulk(next_in_line(head.as_deref())),
+    ];
+    Ok(Frame::Array(granted))
+}
+
+/// `head and string.match(head, '^(%x+):') or ''`: the waiter id of a queue entry.
+fn next_in_line(head: Option<&[u8]>) -> Vec<u8> {
+    let id = head.and_then(|head| {
+        let colon = head.iter().position(|&b| b == b':')?;
+        let id = &head[..colon];
+        (!id.is_empty() && id.iter().all(u8::is_ascii_hexdigit)).then_some(id)
+    });
+    id.unwrap_or_default().to_vec()
 }
 
 /// A TTL argument that a command has just accepted, as a duration.
@@ -316,6 +334,7 @@ mod tests {
             SET_FENCE_FIRST,
             SET_FENCE_CLOCK,
             LPOP_GRANTED,
+            LINDEX_NEXT,
             SET_LOCK,
         ];
         let hand_off = [LPOP_HAND_OFF, DEL_LOCK, SET_RESERVED, PUBLISH];

@@ -187,7 +187,7 @@ mod tests {
         let pinned = [
             (
                 RobitScript::Acquire,
-                "24fcdc60c01670a516c4da00b802e95fa25d9301",
+                "57de0f3d6260497cd426bf6a36a623e6f7eb7b4d",
             ),
             (
                 RobitScript::Renew,

@@ -32,6 +32,11 @@ fn pair(status: i64, value: i64) -> Frame {
     Frame::Array(vec![int(status), int(value)])
 }
 
+/// A grant's answer: `{1, fence, next in line}`.
+fn grant(fence: i64, next: &str) -> Frame {
+    Frame::Array(vec![int(1), int(fence), Frame::bulk(next)])
+}
+
 struct Backend {
     state: RedisState,
     peer: Peer,
@@ -148,7 +153,7 @@ fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
     let backend = Backend::new();
     assert_eq!(
         backend.acquire(1_500, OWNER_A, "10000", None, "0"),
-        pair(1, clock_token(at(1_500)))
+        grant(clock_token(at(1_500)), "")
     );
     assert_eq!(backend.run(at(1_500), &["GET", LOCK]), Frame::bulk(OWNER_A));
     assert_eq!(backend.run(at(2_000), &["PTTL", LOCK]), int(9_500));
@@ -219,12 +224,32 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
         pair(0, 590)
     );
     let granted = backend.acquire(40, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
-    assert_eq!(granted, pair(1, clock_token(at(40))));
+    assert_eq!(granted, grant(clock_token(at(40)), ""));
     assert_eq!(backend.run(at(40), &["EXISTS", QUEUE]), int(0));
     let kinds = backend.kinds();
     assert_eq!(kinds.len(), 3);
     assert!(
         matches!(&kinds[1], LockEventKind::Released { owner, .. } if owner == OWNER_A.as_bytes())
+    );
+}
+
+#[test]
+fn a_grant_names_the_waiter_first_in_line_behind_it() {
+    let backend = Backend::new();
+    backend.acquire(0, OWNER_A, "1000", None, "0");
+    backend.acquire(1, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    backend.acquire(2, OWNER_B, "10000", Some((WAITER_C, 100)), "0");
+    // The holder expired; the waiter first in line polls and is granted, popped from
+    // the queue; the one behind it is named.
+    assert_eq!(
+        backend.acquire(1_001, OWNER_B, "10000", Some((WAITER_B, 100)), "0"),
+        grant(clock_token(at(1_001)), WAITER_C)
+    );
+    // Released to the next, which claims its reservation: nobody behind it.
+    assert_eq!(backend.release(1_002, OWNER_B), Frame::bulk(WAITER_C));
+    assert_eq!(
+        backend.acquire(1_003, OWNER_A, "10000", Some((WAITER_C, 100)), "0"),
+        grant(clock_token(at(1_003)), "")
     );
 }
 
@@ -261,7 +286,7 @@ fn a_missing_fence_counter_quarantines_the_namespace_until_the_quarantine_ends()
     );
     assert_eq!(backend.run(at(1_000), &["EXISTS", LOCK]), int(0));
     let granted = backend.acquire(30_001, OWNER_A, "10000", None, "30000");
-    assert_eq!(granted, pair(1, clock_token(at(30_001))));
+    assert_eq!(granted, grant(clock_token(at(30_001)), ""));
 }
 
 #[test]
@@ -270,7 +295,7 @@ fn a_counter_ahead_of_the_clock_is_incremented() {
     backend.run(at(0), &["SET", FENCE, "9000000000000000"]);
     assert_eq!(
         backend.acquire(0, OWNER_A, "10000", None, "30000"),
-        pair(1, 9_000_000_000_000_001)
+        grant(9_000_000_000_000_001, "")
     );
 }
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use super::answers::Freed;
 use super::config::millis_ceil;
-use super::freed::Freed;
 use super::scripts::{RELEASE, RENEW, ScriptCall};
 use super::{Connector, Inner};
 use crate::{DriverError, FenceToken, Lease, LockName, Renewal};
@@ -17,6 +17,9 @@ pub(super) struct RedisLease<C: Connector> {
     /// The owner token as stored in the lock key: 32 lower-case hex digits.
     pub(super) owner: [u8; 32],
     pub(super) fence: FenceToken,
+    /// The waiter first in line behind this grant when it was made, if any: woken early
+    /// by the release.
+    pub(super) next: Option<u128>,
 }
 
 #[async_trait]
@@ -47,8 +50,8 @@ impl<C: Connector> Lease for RedisLease<C> {
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms);
-        let freed: Freed = self.inner.run(&call).await?;
-        self.inner.dispatcher.handed_over(freed).await;
+        let released = self.inner.run::<Freed>(&call);
+        self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())
     }
 }

@@ -6,6 +6,7 @@
 //! waiter with that id, if it is one of its own. A lost message (the subscription
 //! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -14,7 +15,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Connector;
-use super::freed::{Freed, parse_waiter};
+use super::answers::{Freed, parse_waiter};
 use crate::ReleaseWatch;
 use crate::watch::IdRegistry;
 
@@ -52,18 +53,47 @@ impl Dispatcher {
         }
     }
 
-    /// Wakes the waiter that a release or withdrawal made through this driver just
-    /// reserved the lock for, if it is one of this driver's own, without waiting for the
-    /// published notification to come back from the server. Then lets it run before the
-    /// releasing task goes on, so that its claim is sent first: whatever the releaser
-    /// sends next — another `lock()` of the same name, typically — would otherwise go
-    /// ahead of the claim on the shared connection, and delay it by a script's run.
-    pub(super) async fn handed_over(&self, freed: Freed) {
-        if let Freed::ReservedFor(waiter) = freed {
-            if self.waiters.notify(&waiter) {
+    /// Runs `call`, which frees a lock (a release or a withdrawal), and wakes the waiters
+    /// of this driver's own that it concerns, without waiting for the published
+    /// notification to come back from the server.
+    ///
+    /// - `next` was first in line behind the grant being released, when it was granted.
+    ///   If it is one of this driver's waiters, it is woken as soon as the call has been
+    ///   handed to the connection (polled once, and pending): its claim then follows the
+    ///   release on the same connection, and the server runs the two back to back, so
+    ///   the hand-off costs one round trip instead of two. The claim is an ordinary
+    ///   acquire, its validity counted from its own sending. If it overtakes the release
+    ///   after all (the connection was still being made), or `next` is no longer first
+    ///   in line, it is told the lock is held, and the waiter waits on.
+    /// - The waiter the answer names, if it is one of this driver's, is woken once the
+    ///   answer is in — again if it was woken early, in case its claim overtook the
+    ///   release. If it was not woken early, the releasing task then yields, so that the
+    ///   claim goes out before whatever the releaser sends next (another `lock()` of the
+    ///   same name, typically, which would otherwise delay the claim by a script's run).
+    pub(super) async fn freeing<E>(
+        &self,
+        call: impl Future<Output = Result<Freed, E>>,
+        next: Option<u128>,
+    ) -> Result<Freed, E> {
+        let mut call = std::pin::pin!(call);
+        let mut next = next;
+        let mut woken = None;
+        let answer = std::future::poll_fn(|cx| {
+            let poll = call.as_mut().poll(cx);
+            if let Some(waiter) = next.take() {
+                if poll.is_pending() && self.waiters.notify(&waiter) {
+                    woken = Some(waiter);
+                }
+            }
+            poll
+        })
+        .await;
+        if let Ok(Freed::ReservedFor(waiter)) = answer {
+            if self.waiters.notify(&waiter) && woken != Some(waiter) {
                 tokio::task::yield_now().await;
             }
         }
+        answer
     }
 
     fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str, limit: Duration) {

@@ -8,7 +8,8 @@
 -- KEYS[4] quarantine present while grants are suspended after state loss
 -- ARGV: owner, ttl_ms, waiter id ('' for a single try), queue entry ('<id>:<poll ms>'),
 --       queue_ttl_ms, channel, handoff_ms, quarantine_ms
--- Returns {1, fence} granted, {0, pttl} held (pttl -1: no expiry), {2, ms} quarantined.
+-- Returns {1, fence, next} granted (next: the id of the waiter now first in line, or ''),
+-- {0, pttl} held (pttl -1: no expiry), {2, ms} quarantined.
 local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, ttl, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
@@ -71,6 +72,9 @@ end
 -- A waiter granted here was first in line (or its reservation was popped already).
 if waiter ~= '' and head == entry then
   redis.call('LPOP', queue)
+  head = redis.call('LINDEX', queue, 0)
 end
 redis.call('SET', lock, owner, 'PX', ttl)
-return {1, token}
+-- The next in line, if any: a release of this grant through the same driver wakes it
+-- early when it is one of that driver's waiters.
+return {1, token, head and string.match(head, '^(%x+):') or ''}

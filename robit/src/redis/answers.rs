@@ -1,0 +1,162 @@
+//! What the scripts answer, parsed: acquire's status, and what a release or a withdrawal
+//! freed.
+
+use redis::{FromRedisValue, ParsingError, Value};
+
+/// The acquire script's answer: `{1, fence, next}`, `{0, pttl}` or `{2, ms}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct AcquireAnswer {
+    /// 1 granted, 0 held, 2 quarantined: nothing else parses.
+    pub(super) status: i64,
+    /// The fence of a grant; otherwise the milliseconds to wait.
+    pub(super) value: i64,
+    /// With a grant: the waiter first in line behind it, if any.
+    pub(super) next: Option<u128>,
+}
+
+/// The answer of the release and withdraw scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Freed {
+    /// Nothing of the caller's was there to free: the grant (or the reservation) had
+    /// expired, or was someone else's.
+    Nothing,
+    /// Freed, and nobody was waiting.
+    Free,
+    /// Reserved for this waiter, whose id was also published.
+    ReservedFor(u128),
+}
+
+/// A waiter id as the scripts write it: hex digits.
+pub(super) fn parse_waiter(bytes: &[u8]) -> Option<u128> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|hex| u128::from_str_radix(hex, 16).ok())
+}
+
+fn not_understood(what: &str, value: &Value) -> ParsingError {
+    format!(
+        "the {what} script answered {value:?}, which this version of robit does not \
+         understand; are two robit versions sharing the namespace?"
+    )
+    .into()
+}
+
+impl FromRedisValue for AcquireAnswer {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        Self::from_redis_value_ref(&value)
+    }
+
+    fn from_redis_value_ref(value: &Value) -> Result<Self, ParsingError> {
+        let answer = match value {
+            Value::Array(items) => match items.as_slice() {
+                [Value::Int(status @ (0 | 2)), Value::Int(value)] => Some((*status, *value, None)),
+                [
+                    Value::Int(status @ 1),
+                    Value::Int(value),
+                    Value::BulkString(next),
+                ] => {
+                    if next.is_empty() {
+                        Some((*status, *value, None))
+                    } else {
+                        parse_waiter(next).map(|next| (*status, *value, Some(next)))
+                    }
+                }
+                _ => None,
+            },
+            _ => None,
+        };
+        let (status, value, next) = answer.ok_or_else(|| not_understood("acquire", value))?;
+        Ok(Self {
+            status,
+            value,
+            next,
+        })
+    }
+}
+
+impl FromRedisValue for Freed {
+    fn from_redis_value(value: Value) -> Result<Self, ParsingError> {
+        Self::from_redis_value_ref(&value)
+    }
+
+    fn from_redis_value_ref(value: &Value) -> Result<Self, ParsingError> {
+        let freed = match value {
+            Value::Int(0) => Some(Self::Nothing),
+            Value::Int(1) => Some(Self::Free),
+            Value::BulkString(id) => parse_waiter(id).map(Self::ReservedFor),
+            _ => None,
+        };
+        freed.ok_or_else(|| not_understood("release or withdraw", value))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acquire(value: Value) -> Option<AcquireAnswer> {
+        AcquireAnswer::from_redis_value(value).ok()
+    }
+
+    fn answer(status: i64, value: i64, next: Option<u128>) -> Option<AcquireAnswer> {
+        Some(AcquireAnswer {
+            status,
+            value,
+            next,
+        })
+    }
+
+    #[test]
+    fn every_acquire_answer_the_script_gives_is_understood_and_nothing_else() {
+        let int = Value::Int;
+        let bulk = |bytes: &[u8]| Value::BulkString(bytes.to_vec());
+        let array = Value::Array;
+        assert_eq!(
+            acquire(array(vec![int(1), int(7), bulk(b"")])),
+            answer(1, 7, None)
+        );
+        assert_eq!(
+            acquire(array(vec![int(1), int(7), bulk(b"0f")])),
+            answer(1, 7, Some(0x0f))
+        );
+        assert_eq!(acquire(array(vec![int(0), int(250)])), answer(0, 250, None));
+        assert_eq!(acquire(array(vec![int(2), int(900)])), answer(2, 900, None));
+        for odd in [
+            array(vec![int(0), int(1), bulk(b"0f")]),
+            array(vec![int(1), int(7), bulk(b"not hex")]),
+            array(vec![int(1)]),
+            array(vec![int(1), int(7)]),
+            array(vec![int(3), int(7)]),
+            array(vec![int(1), bulk(b"7")]),
+            int(1),
+            Value::Nil,
+        ] {
+            assert_eq!(acquire(odd.clone()), None, "{odd:?}");
+        }
+    }
+
+    #[test]
+    fn every_release_answer_the_scripts_give_is_understood_and_nothing_else() {
+        let parse = |value: Value| Freed::from_redis_value(value).ok();
+        assert_eq!(parse(Value::Int(0)), Some(Freed::Nothing));
+        assert_eq!(parse(Value::Int(1)), Some(Freed::Free));
+        assert_eq!(
+            parse(Value::BulkString(b"0f".to_vec())),
+            Some(Freed::ReservedFor(0x0f))
+        );
+        let widest = format!("{:x}", u128::MAX).into_bytes();
+        assert_eq!(
+            parse(Value::BulkString(widest)),
+            Some(Freed::ReservedFor(u128::MAX))
+        );
+        for odd in [
+            Value::Int(2),
+            Value::Nil,
+            Value::BulkString(b"not hex".to_vec()),
+            Value::BulkString(vec![b'f'; 33]),
+            Value::SimpleString("OK".to_owned()),
+        ] {
+            assert_eq!(parse(odd.clone()), None, "{odd:?}");
+        }
+    }
+}
