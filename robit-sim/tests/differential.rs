@@ -21,7 +21,7 @@
 //!   clocks at slightly different instants. Every TTL in the domains is at least 30 s
 //!   and they differ by far more than the tolerance, so a wrong TTL still shows. -1
 //!   and -2 are compared exactly.
-//! - **Fencing tokens** (acquire's `{1, token}`, GET and INCR of the counter) follow
+//! - **Fencing tokens** (acquire's `{1, token, next}`, GET and INCR of the counter) follow
 //!   each server's own clock — the real one's wall clock, the simulator's epoch plus
 //!   elapsed time — so their values differ. Each side's tokens are replaced by the order
 //!   in which distinct values first appeared on that side, which must match: the same
@@ -285,7 +285,10 @@ fn normalise(frame: &Frame, check: Check, labels: &mut Labels) -> (String, Optio
         }
         (Check::AcquireReply, Frame::Array(parts)) => match (parts.first(), parts.get(1)) {
             (Some(Frame::Integer(1)), Some(Frame::Integer(token))) => {
-                (format!("granted {}", labels.label(*token)), None)
+                // The rest (the waiter next in line) is compared exactly.
+                let rest: Vec<String> = parts[2..].iter().map(show).collect();
+                let label = labels.label(*token);
+                (format!("granted {label} {}", rest.join(" ")), None)
             }
             (Some(Frame::Integer(status)), Some(Frame::Integer(ms))) if *ms >= 0 => {
                 (format!("[{status}, remaining]"), Some(*ms))

@@ -3,7 +3,10 @@
 //! One key per lock holds the owner's random token, with the lease's TTL. Acquire, renew
 //! and release are each one round trip: a server-side script, called with EVALSHA.
 //! Waiters queue fairly, and a release hands the lock to the longest-waiting one and
-//! wakes it through one shared pub/sub subscription per driver.
+//! wakes it through one shared pub/sub subscription per driver — or, when that waiter
+//! shares the releaser's driver, directly, as soon as the release is sent: its claim then
+//! follows the release on the same connection (docs/redis.md, "Hand-off inside one
+//! process").
 //!
 //! # Fencing tokens and their lifecycle
 //!
@@ -74,9 +77,9 @@ use self::answers::{AcquireAnswer, Freed};
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
-use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW};
+use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
 use crate::owner::hex128;
-use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch, Waiter};
+use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
 ///
@@ -285,36 +288,6 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
     }
 }
 
-/// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
-/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
-/// Built on the stack: a waiting `lock()` sends it with every attempt.
-struct WaiterArgs {
-    /// The entry; the id is its first 32 bytes.
-    entry: [u8; 32 + 1 + 20],
-    len: usize,
-}
-
-impl WaiterArgs {
-    fn new(waiter: &Waiter) -> Self {
-        let mut entry = [0; 53];
-        entry[..32].copy_from_slice(&hex128(waiter.id));
-        entry[32] = b':';
-        let mut digits = itoa::Buffer::new();
-        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
-        let len = 33 + poll.len();
-        entry[33..len].copy_from_slice(poll);
-        Self { entry, len }
-    }
-
-    fn id(&self) -> &[u8] {
-        &self.entry[..32]
-    }
-
-    fn entry(&self) -> &[u8] {
-        &self.entry[..self.len]
-    }
-}
-
 #[async_trait]
 impl<C: Connector> Driver for RedisDriver<C> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
@@ -383,8 +356,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 })
             }
             _ => Err(DriverError::rejected(format!(
-                "the acquire script answered [{status}, {value}], which this version of robit \
-                 does not understand; are two robit versions sharing the namespace?"
+                "the acquire script answered [{status}, {value}], which is not an answer it \
+                 gives: is something between robit and Redis rewriting replies?"
             ))),
         }
     }

@@ -170,24 +170,50 @@ async fn the_waiter_next_in_line_is_woken_as_soon_as_the_release_is_sent() {
     .build()
     .unwrap();
     let first = granted(&driver, &request(1, None)).await;
-    let (a, w) = (request(2, Some(0xa)), request(3, Some(0xb)));
-    held(&driver, &a).await;
-    held(&driver, &w).await;
+    let (ahead, next) = (request(2, Some(0xa)), request(3, Some(0xb)));
+    held(&driver, &ahead).await;
+    held(&driver, &next).await;
     first.release().await.unwrap();
-    // `a` claims its reservation; the grant names `w` as next in line.
-    let second = granted(&driver, &a).await;
-    let woken = driver.watch_release(&w);
-    // No answer comes back while the gate is shut: only the early wake can wake `w`.
+    // `ahead` claims its reservation; the grant names `next` as next in line.
+    let second = granted(&driver, &ahead).await;
+    let woken = driver.watch_release(&next);
+    // No answer comes back while the gate is shut: only the early wake can wake `next`.
     gate.send_replace(false);
     let releasing = tokio::spawn(async move { second.release().await });
     within(LONG, "the early wake", woken).await;
     assert!(!releasing.is_finished(), "the release was answered");
+    // The claim goes out while the release's answer is still held back: it travels
+    // behind the release, and is granted.
+    let claiming = {
+        let driver = driver.clone();
+        tokio::spawn(async move { driver.acquire(&next).await })
+    };
+    let owner = format!("{:032x}", 3);
+    within(LONG, "the claim to be granted on the server", async {
+        loop {
+            let holder: Option<String> = server
+                .admin()
+                .await
+                .get(b"{robit}:lock:local")
+                .await
+                .unwrap();
+            if holder.as_deref() == Some(owner.as_str()) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(!claiming.is_finished(), "the claim was answered");
     gate.send_replace(true);
     within(LONG, "the release", releasing)
         .await
         .unwrap()
         .unwrap();
-    granted(&driver, &w).await;
+    match within(LONG, "the claim", claiming).await.unwrap().unwrap() {
+        Acquire::Granted(_) => {}
+        other => panic!("the claim behind the release was refused: {other:?}"),
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,7 +35,8 @@ const SET_QUARANTINE: Site = ("redis.call('SET', quarantine, '1', 'PX', quaranti
 const SET_FENCE_FIRST: Site = ("redis.call('SET', fence, clock)", 0);
 const SET_FENCE_CLOCK: Site = ("redis.call('SET', fence, clock)", 1);
 const LPOP_GRANTED: Site = ("\n  redis.call('LPOP', queue)", 0);
-const LINDEX_NEXT: Site = ("head = redis.call('LINDEX', queue, 0)", 0);
+// The first occurrence is in `local head = ...` at the top.
+const LINDEX_NEXT: Site = ("head = redis.call('LINDEX', queue, 0)", 1);
 const SET_LOCK: Site = ("redis.call('SET', lock, owner, 'PX', ttl)", 0);
 const LPOP_HAND_OFF: Site = ("local head = redis.call('LPOP', queue)", 0);
 const DEL_LOCK: Site = ("redis.call('DEL', lock)", 0);
@@ -173,14 +174,11 @@ fn acquire(
     Ok(Frame::Array(granted))
 }
 
-/// `head and string.match(head, '^(%x+):') or ''`: the waiter id of a queue entry.
+/// `head and string.match(head, '^(%x+):%d+$') or ''`: the waiter id of a well-formed
+/// queue entry, as `hand_off` reads them.
 fn next_in_line(head: Option<&[u8]>) -> Vec<u8> {
-    let id = head.and_then(|head| {
-        let colon = head.iter().position(|&b| b == b':')?;
-        let id = &head[..colon];
-        (!id.is_empty() && id.iter().all(u8::is_ascii_hexdigit)).then_some(id)
-    });
-    id.unwrap_or_default().to_vec()
+    head.and_then(split_entry)
+        .map_or_else(Vec::new, |(waiter, _)| waiter.to_vec())
 }
 
 /// A TTL argument that a command has just accepted, as a duration.
@@ -352,6 +350,8 @@ mod tests {
         // The two LPOPs of acquire are told apart.
         let source = RobitScript::Acquire.source();
         assert!(line_of(source, LPOP_GRANTED) > line_of(source, LPOP_HAND_OFF));
+        // So are the two LINDEXes.
+        assert!(line_of(source, LINDEX_NEXT) > line_of(source, LINDEX_QUEUE));
         assert!(line_of(source, SET_FENCE_CLOCK) > line_of(source, SET_FENCE_FIRST));
     }
 

@@ -187,7 +187,7 @@ mod tests {
         let pinned = [
             (
                 RobitScript::Acquire,
-                "57de0f3d6260497cd426bf6a36a623e6f7eb7b4d",
+                "3e74e22071d537ba645a99c3cfdd1916d811953a",
             ),
             (
                 RobitScript::Renew,

@@ -10,7 +10,8 @@ pub(super) struct AcquireAnswer {
     pub(super) status: i64,
     /// The fence of a grant; otherwise the milliseconds to wait.
     pub(super) value: i64,
-    /// With a grant: the waiter first in line behind it, if any.
+    /// With a grant: the waiter first in line behind it, if any. A hint: an entry that
+    /// is not one of robit's ids (another writer's, say) reads as none.
     pub(super) next: Option<u128>,
 }
 
@@ -22,12 +23,17 @@ pub(super) enum Freed {
     Nothing,
     /// Freed, and nobody was waiting.
     Free,
-    /// Reserved for this waiter, whose id was also published.
-    ReservedFor(u128),
+    /// Reserved for the waiter whose id was also published: this one, if it is one of
+    /// robit's ids (another writer's queue entry reads as `None`).
+    ReservedFor(Option<u128>),
 }
 
-/// A waiter id as the scripts write it: hex digits.
+/// A waiter id as robit writes it: 1 to 32 hex digits. Anything else — an entry another
+/// writer put in the queue — is nobody robit knows.
 pub(super) fn parse_waiter(bytes: &[u8]) -> Option<u128> {
+    if bytes.is_empty() || bytes.len() > 32 || !bytes.iter().all(u8::is_ascii_hexdigit) {
+        return None;
+    }
     std::str::from_utf8(bytes)
         .ok()
         .and_then(|hex| u128::from_str_radix(hex, 16).ok())
@@ -35,8 +41,8 @@ pub(super) fn parse_waiter(bytes: &[u8]) -> Option<u128> {
 
 fn not_understood(what: &str, value: &Value) -> ParsingError {
     format!(
-        "the {what} script answered {value:?}, which this version of robit does not \
-         understand; are two robit versions sharing the namespace?"
+        "the {what} script answered {value:?}, which is not an answer it gives: is \
+         something between robit and Redis rewriting replies?"
     )
     .into()
 }
@@ -54,13 +60,7 @@ impl FromRedisValue for AcquireAnswer {
                     Value::Int(status @ 1),
                     Value::Int(value),
                     Value::BulkString(next),
-                ] => {
-                    if next.is_empty() {
-                        Some((*status, *value, None))
-                    } else {
-                        parse_waiter(next).map(|next| (*status, *value, Some(next)))
-                    }
-                }
+                ] => Some((*status, *value, parse_waiter(next))),
                 _ => None,
             },
             _ => None,
@@ -83,7 +83,7 @@ impl FromRedisValue for Freed {
         let freed = match value {
             Value::Int(0) => Some(Self::Nothing),
             Value::Int(1) => Some(Self::Free),
-            Value::BulkString(id) => parse_waiter(id).map(Self::ReservedFor),
+            Value::BulkString(id) => Some(Self::ReservedFor(parse_waiter(id))),
             _ => None,
         };
         freed.ok_or_else(|| not_understood("release or withdraw", value))
@@ -107,7 +107,7 @@ mod tests {
     }
 
     #[test]
-    fn every_acquire_answer_the_script_gives_is_understood_and_nothing_else() {
+    fn every_acquire_answer_the_script_gives_is_understood_and_nothing_else_is() {
         let int = Value::Int;
         let bulk = |bytes: &[u8]| Value::BulkString(bytes.to_vec());
         let array = Value::Array;
@@ -119,11 +119,17 @@ mod tests {
             acquire(array(vec![int(1), int(7), bulk(b"0f")])),
             answer(1, 7, Some(0x0f))
         );
+        // Next in line is a hint: a queue entry robit did not write reads as nobody.
+        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f"] {
+            assert_eq!(
+                acquire(array(vec![int(1), int(7), bulk(foreign)])),
+                answer(1, 7, None)
+            );
+        }
         assert_eq!(acquire(array(vec![int(0), int(250)])), answer(0, 250, None));
         assert_eq!(acquire(array(vec![int(2), int(900)])), answer(2, 900, None));
         for odd in [
             array(vec![int(0), int(1), bulk(b"0f")]),
-            array(vec![int(1), int(7), bulk(b"not hex")]),
             array(vec![int(1)]),
             array(vec![int(1), int(7)]),
             array(vec![int(3), int(7)]),
@@ -136,24 +142,29 @@ mod tests {
     }
 
     #[test]
-    fn every_release_answer_the_scripts_give_is_understood_and_nothing_else() {
+    fn every_release_answer_the_scripts_give_is_understood_and_nothing_else_is() {
         let parse = |value: Value| Freed::from_redis_value(value).ok();
         assert_eq!(parse(Value::Int(0)), Some(Freed::Nothing));
         assert_eq!(parse(Value::Int(1)), Some(Freed::Free));
         assert_eq!(
             parse(Value::BulkString(b"0f".to_vec())),
-            Some(Freed::ReservedFor(0x0f))
+            Some(Freed::ReservedFor(Some(0x0f)))
         );
         let widest = format!("{:x}", u128::MAX).into_bytes();
         assert_eq!(
             parse(Value::BulkString(widest)),
-            Some(Freed::ReservedFor(u128::MAX))
+            Some(Freed::ReservedFor(Some(u128::MAX)))
         );
+        // Released, to a waiter robit did not queue: nobody to wake, but no error.
+        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f", b""] {
+            assert_eq!(
+                parse(Value::BulkString(foreign.to_vec())),
+                Some(Freed::ReservedFor(None))
+            );
+        }
         for odd in [
             Value::Int(2),
             Value::Nil,
-            Value::BulkString(b"not hex".to_vec()),
-            Value::BulkString(vec![b'f'; 33]),
             Value::SimpleString("OK".to_owned()),
         ] {
             assert_eq!(parse(odd.clone()), None, "{odd:?}");

@@ -46,6 +46,12 @@ use super::config::DEFAULT_CONNECT_TIMEOUT;
 #[async_trait]
 pub trait Connector: Send + Sync + 'static {
     /// The command connection: cheap to clone, safe to use from many tasks at once.
+    ///
+    /// Commands from different tasks should reach the server in the order they were
+    /// handed to it, as on redis-rs's multiplexed connection: a waiter of the same
+    /// driver claims the lock right behind its release (see the [module](super) docs).
+    /// A connection that reorders (a pool, say) stays correct, but such a claim then
+    /// often arrives first and costs a wasted round trip.
     type Connection: ConnectionLike + Clone + Send + Sync + 'static;
 
     /// Opens a command connection.

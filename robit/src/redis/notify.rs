@@ -5,6 +5,11 @@
 //! channel. The driver keeps one subscription to it — not one per waiter — and wakes the
 //! waiter with that id, if it is one of its own. A lost message (the subscription
 //! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
+//!
+//! A release or withdrawal made through this driver does not wait for its own
+//! notification to come back: [`Dispatcher::freeing`] wakes this driver's waiters
+//! directly — the one next in line as soon as the release is sent, the one the answer
+//! names once it is in.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -88,7 +93,7 @@ impl Dispatcher {
             poll
         })
         .await;
-        if let Ok(Freed::ReservedFor(waiter)) = answer {
+        if let Ok(Freed::ReservedFor(Some(waiter))) = answer {
             if self.waiters.notify(&waiter) && woken != Some(waiter) {
                 tokio::task::yield_now().await;
             }
@@ -191,5 +196,42 @@ async fn session<C: Connector>(
                     .map_err(|err| err.to_string())?;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use futures_util::FutureExt;
+
+    use super::*;
+
+    const WAITER: u128 = 0xb;
+
+    #[tokio::test]
+    async fn a_waiter_woken_early_is_woken_again_by_the_answer_in_case_its_claim_overtook() {
+        let dispatcher = Dispatcher::default();
+        let early = dispatcher.waiters.watch(WAITER);
+        let (answer, answered) = tokio::sync::oneshot::channel::<Freed>();
+        let mut freeing =
+            Box::pin(dispatcher.freeing(async { answered.await.map_err(|_| ()) }, Some(WAITER)));
+        // Sent, not yet answered: the waiter next in line is woken already.
+        assert!((&mut freeing).now_or_never().is_none());
+        assert!(early.now_or_never().is_some(), "not woken early");
+        // Its claim registers a fresh watch; the answer names it, so it is woken again.
+        let claim = dispatcher.waiters.watch(WAITER);
+        answer.send(Freed::ReservedFor(Some(WAITER))).unwrap();
+        assert_eq!(freeing.await, Ok(Freed::ReservedFor(Some(WAITER))));
+        assert!(claim.now_or_never().is_some(), "not woken by the answer");
+    }
+
+    #[tokio::test]
+    async fn nobody_is_woken_for_a_release_that_found_nothing_of_the_callers() {
+        let dispatcher = Dispatcher::default();
+        let watch = dispatcher.waiters.watch(WAITER);
+        let freed = dispatcher
+            .freeing(async { Ok::<_, ()>(Freed::Nothing) }, None)
+            .await;
+        assert_eq!(freed, Ok(Freed::Nothing));
+        assert!(watch.now_or_never().is_none());
     }
 }

@@ -19,6 +19,10 @@ use redis::{
     Cmd, ErrorKind, FromRedisValue, RedisResult, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
 };
 
+use super::config::millis_ceil;
+use crate::Waiter;
+use crate::owner::hex128;
+
 /// The exact text of every script the driver sends, hand-off prelude included.
 ///
 /// Not part of the API: it exists so that a simulated server can recognise the scripts
@@ -137,6 +141,36 @@ impl ToRedisArgs for Key<'_> {
             let _ = arg.write_all(self.prefix);
             let _ = arg.write_all(self.name);
         }
+    }
+}
+
+/// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
+/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
+/// Built on the stack: a waiting `lock()` sends it with every attempt.
+pub(super) struct WaiterArgs {
+    /// The entry; the id is its first 32 bytes.
+    entry: [u8; 32 + 1 + 20],
+    len: usize,
+}
+
+impl WaiterArgs {
+    pub(super) fn new(waiter: &Waiter) -> Self {
+        let mut entry = [0; 53];
+        entry[..32].copy_from_slice(&hex128(waiter.id));
+        entry[32] = b':';
+        let mut digits = itoa::Buffer::new();
+        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
+        let len = 33 + poll.len();
+        entry[33..len].copy_from_slice(poll);
+        Self { entry, len }
+    }
+
+    pub(super) fn id(&self) -> &[u8] {
+        &self.entry[..32]
+    }
+
+    pub(super) fn entry(&self) -> &[u8] {
+        &self.entry[..self.len]
     }
 }
 

@@ -77,4 +77,4 @@ end
 redis.call('SET', lock, owner, 'PX', ttl)
 -- The next in line, if any: a release of this grant through the same driver wakes it
 -- early when it is one of that driver's waiters.
-return {1, token, head and string.match(head, '^(%x+):') or ''}
+return {1, token, head and string.match(head, '^(%x+):%d+$') or ''}
