@@ -79,7 +79,7 @@ use self::lease::RedisLease;
 use self::notify::Dispatcher;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
 use crate::owner::hex128;
-use crate::{Acquire, AcquireRequest, Driver, DriverError, FenceToken, ReleaseWatch};
+use crate::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
 ///
@@ -331,34 +331,21 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
             .arg(quarantine);
-        let AcquireAnswer {
-            status,
-            value,
-            next,
-        } = inner.run(&call).await?;
-        let millis = |ms: i64| u64::try_from(ms).ok().map(Duration::from_millis);
-        match (status, u64::try_from(value)) {
-            (1, Ok(fence)) if fence > 0 => Ok(Acquire::Granted(Arc::new(RedisLease {
+        match inner.run(&call).await? {
+            AcquireAnswer::Granted { fence, next } => Ok(Acquire::Granted(Arc::new(RedisLease {
                 inner: Arc::clone(inner),
                 name: request.name.clone(),
                 owner,
-                fence: FenceToken::new(fence),
+                fence,
                 next,
             }))),
-            (0, _) => Ok(Acquire::Held {
-                expires_in: millis(value),
-            }),
-            (2, _) => {
-                tracing::warn!(target: "robit", lock = %request.name, quarantine_left_ms = value,
+            AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
+            AcquireAnswer::Quarantined { left } => {
+                let quarantine_left_ms = left.map_or(0, |left| left.as_millis());
+                tracing::warn!(target: "robit", lock = %request.name, quarantine_left_ms,
                     "the namespace's state was lost or is new: no grants until its quarantine ends");
-                Ok(Acquire::Held {
-                    expires_in: millis(value),
-                })
+                Ok(Acquire::Held { expires_in: left })
             }
-            _ => Err(DriverError::rejected(format!(
-                "the acquire script answered [{status}, {value}], which is not an answer it \
-                 gives: is something between robit and Redis rewriting replies?"
-            ))),
         }
     }
 

@@ -1,18 +1,26 @@
 //! What the scripts answer, parsed: acquire's status, and what a release or a withdrawal
 //! freed.
 
+use std::time::Duration;
+
 use redis::{FromRedisValue, ParsingError, Value};
+
+use crate::FenceToken;
 
 /// The acquire script's answer: `{1, fence, next}`, `{0, pttl}` or `{2, ms}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct AcquireAnswer {
-    /// 1 granted, 0 held, 2 quarantined: nothing else parses.
-    pub(super) status: i64,
-    /// The fence of a grant; otherwise the milliseconds to wait.
-    pub(super) value: i64,
-    /// With a grant: the waiter first in line behind it, if any. A hint: an entry that
-    /// is not one of robit's ids (another writer's, say) reads as none.
-    pub(super) next: Option<u128>,
+pub(super) enum AcquireAnswer {
+    /// Granted, with a fencing token (never 0).
+    Granted {
+        fence: FenceToken,
+        /// The waiter first in line behind this grant, if any. A hint: an entry that is
+        /// not one of robit's ids (another writer's, say) reads as none.
+        next: Option<u128>,
+    },
+    /// Held by someone else, who has this long left (`None`: no expiry).
+    Held { expires_in: Option<Duration> },
+    /// No grants in this namespace for this long: its state was lost, or is new.
+    Quarantined { left: Option<Duration> },
 }
 
 /// The answer of the release and withdraw scripts.
@@ -53,24 +61,27 @@ impl FromRedisValue for AcquireAnswer {
     }
 
     fn from_redis_value_ref(value: &Value) -> Result<Self, ParsingError> {
+        let millis = |ms: &i64| u64::try_from(*ms).ok().map(Duration::from_millis);
         let answer = match value {
             Value::Array(items) => match items.as_slice() {
-                [Value::Int(status @ (0 | 2)), Value::Int(value)] => Some((*status, *value, None)),
-                [
-                    Value::Int(status @ 1),
-                    Value::Int(value),
-                    Value::BulkString(next),
-                ] => Some((*status, *value, parse_waiter(next))),
+                [Value::Int(1), Value::Int(fence), Value::BulkString(next)] => {
+                    u64::try_from(*fence)
+                        .ok()
+                        .filter(|&fence| fence > 0)
+                        .map(|fence| Self::Granted {
+                            fence: FenceToken::new(fence),
+                            next: parse_waiter(next),
+                        })
+                }
+                [Value::Int(0), Value::Int(pttl)] => Some(Self::Held {
+                    expires_in: millis(pttl),
+                }),
+                [Value::Int(2), Value::Int(left)] => Some(Self::Quarantined { left: millis(left) }),
                 _ => None,
             },
             _ => None,
         };
-        let (status, value, next) = answer.ok_or_else(|| not_understood("acquire", value))?;
-        Ok(Self {
-            status,
-            value,
-            next,
-        })
+        answer.ok_or_else(|| not_understood("acquire", value))
     }
 }
 
@@ -98,10 +109,9 @@ mod tests {
         AcquireAnswer::from_redis_value(value).ok()
     }
 
-    fn answer(status: i64, value: i64, next: Option<u128>) -> Option<AcquireAnswer> {
-        Some(AcquireAnswer {
-            status,
-            value,
+    fn granted(fence: u64, next: Option<u128>) -> Option<AcquireAnswer> {
+        Some(AcquireAnswer::Granted {
+            fence: FenceToken::new(fence),
             next,
         })
     }
@@ -111,24 +121,40 @@ mod tests {
         let int = Value::Int;
         let bulk = |bytes: &[u8]| Value::BulkString(bytes.to_vec());
         let array = Value::Array;
+        let ms = |ms| Some(Duration::from_millis(ms));
         assert_eq!(
             acquire(array(vec![int(1), int(7), bulk(b"")])),
-            answer(1, 7, None)
+            granted(7, None)
         );
         assert_eq!(
             acquire(array(vec![int(1), int(7), bulk(b"0f")])),
-            answer(1, 7, Some(0x0f))
+            granted(7, Some(0x0f))
         );
         // Next in line is a hint: a queue entry robit did not write reads as nobody.
         for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f"] {
             assert_eq!(
                 acquire(array(vec![int(1), int(7), bulk(foreign)])),
-                answer(1, 7, None)
+                granted(7, None)
             );
         }
-        assert_eq!(acquire(array(vec![int(0), int(250)])), answer(0, 250, None));
-        assert_eq!(acquire(array(vec![int(2), int(900)])), answer(2, 900, None));
+        assert_eq!(
+            acquire(array(vec![int(0), int(250)])),
+            Some(AcquireAnswer::Held {
+                expires_in: ms(250)
+            })
+        );
+        // A lock without expiry (PTTL -1).
+        assert_eq!(
+            acquire(array(vec![int(0), int(-1)])),
+            Some(AcquireAnswer::Held { expires_in: None })
+        );
+        assert_eq!(
+            acquire(array(vec![int(2), int(900)])),
+            Some(AcquireAnswer::Quarantined { left: ms(900) })
+        );
         for odd in [
+            array(vec![int(1), int(0), bulk(b"")]),
+            array(vec![int(1), int(-7), bulk(b"")]),
             array(vec![int(0), int(1), bulk(b"0f")]),
             array(vec![int(1)]),
             array(vec![int(1), int(7)]),
