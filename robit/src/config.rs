@@ -125,6 +125,8 @@ pub(crate) type LostCallback = Arc<dyn Fn(&LossEvent) + Send + Sync>;
 pub(crate) struct Config {
     pub(crate) name: LockName,
     pub(crate) driver: Arc<dyn Driver>,
+    /// The driver's own bound on each call ([`Driver::call_limit`]), read once.
+    pub(crate) driver_limit: Option<Duration>,
     pub(crate) ttl: Duration,
     /// TTL less drift and margin: how long after an acquire's or renew's send time the
     /// client may believe it holds the lock.
@@ -375,6 +377,7 @@ impl MutexBuilder {
         }
         Ok(Config {
             name: self.name,
+            driver_limit: self.driver.call_limit(),
             driver: self.driver,
             ttl: self.ttl,
             validity,

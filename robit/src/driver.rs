@@ -42,8 +42,10 @@ use crate::{AcquireRequest, DriverError, Lease, ReleaseWatch};
 ///
 /// Drivers need no timeouts for the Mutex's sake: it bounds every call and treats a call
 /// that overruns as failed. (A driver may still keep its own, to notice a dead connection
-/// and replace it, as the Redis driver does.) They should be cancel-safe in the ordinary sense — a dropped
-/// call may or may not have taken effect, and the contract above still holds either way.
+/// and replace it, as the Redis driver does; it then says so with
+/// [`call_limit`](Driver::call_limit), and the Mutex does not arm a second timer.) They
+/// should be cancel-safe in the ordinary sense — a dropped call may or may not have taken
+/// effect, and the contract above still holds either way.
 ///
 /// The simulator's conformance suite checks all of this against a driver.
 ///
@@ -167,6 +169,26 @@ pub trait Driver: Send + Sync + 'static {
         let _ = request;
         Ok(())
     }
+
+    /// The longest any call to this driver or to its leases takes before it returns,
+    /// with a result or an error, if the driver enforces such a limit itself.
+    ///
+    /// The Mutex bounds every call by a timeout of its own (the renew timeout, or what
+    /// is left of a `lock()` wait). A driver that already bounds its calls — to notice a
+    /// dead connection, say — makes that second timer redundant whenever its limit is
+    /// no longer than the Mutex's: the Mutex then leaves the bounding to the driver and
+    /// saves a timer's registration and removal per call, which is a measurable part of
+    /// an uncontended lock + unlock. The Mutex reads this once, when it is built.
+    ///
+    /// Return a limit only if it holds for every call, on every path (connecting,
+    /// waiting for a connection, retrying): a call that outlives a promised limit makes
+    /// `lock()` and `unlock()` wait that much longer. Safety never depends on it — lease
+    /// validity is counted from each call's send time either way.
+    ///
+    /// The default is `None`: the Mutex bounds every call itself.
+    fn call_limit(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// The outcome of one acquire attempt.
@@ -216,5 +238,9 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
 
     async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
         (**self).withdraw(request).await
+    }
+
+    fn call_limit(&self) -> Option<Duration> {
+        (**self).call_limit()
     }
 }

@@ -167,19 +167,28 @@ impl<C: Connector> Inner<C> {
     }
 
     /// The command connection and its generation, connecting first if there is none.
+    /// Waiting for another call's connection attempt counts towards the connect
+    /// timeout, so that no call waits longer than that for a connection.
     async fn connection(&self) -> Result<(u64, C::Connection), DriverError> {
         if let Some(current) = self.slot().clone() {
             return Ok(current);
         }
+        let limit = self.settings.connect_timeout;
+        tokio::time::timeout(limit, self.connect(limit))
+            .await
+            .map_err(|_| DriverError::Timeout(limit))?
+    }
+
+    async fn connect(&self, limit: Duration) -> Result<(u64, C::Connection), DriverError> {
         // One connection attempt at a time; the others wait and share its result.
         let _connecting = self.connecting.lock().await;
         if let Some(current) = self.slot().clone() {
             return Ok(current);
         }
-        let limit = self.settings.connect_timeout;
-        let connection = tokio::time::timeout(limit, self.connector.connect())
+        let connection = self
+            .connector
+            .connect()
             .await
-            .map_err(|_| DriverError::Timeout(limit))?
             .map_err(|err| error::classify(err, limit))?;
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         *self.slot() = Some((generation, connection.clone()));
@@ -359,6 +368,17 @@ impl<C: Connector> Driver for RedisDriver<C> {
             ),
             None => ReleaseWatch::never(),
         }
+    }
+
+    /// At most the connect timeout waiting for a connection, then the command timeout
+    /// for the script call (its NOSCRIPT retry included).
+    fn call_limit(&self) -> Option<Duration> {
+        let settings = &self.inner.settings;
+        Some(
+            settings
+                .connect_timeout
+                .saturating_add(settings.command_timeout),
+        )
     }
 
     async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {

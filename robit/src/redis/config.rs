@@ -152,7 +152,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
         self
     }
 
-    /// The time limit for establishing a connection. Default [`DEFAULT_CONNECT_TIMEOUT`].
+    /// The time limit for a call's wait for a connection: its own connection attempt, or
+    /// another call's that it waits behind. Default [`DEFAULT_CONNECT_TIMEOUT`].
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
         self
