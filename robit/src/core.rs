@@ -31,6 +31,9 @@ struct Slots {
     last: Option<Ended>,
     /// The mutex's watchdog task, once a hold has started it.
     watchdog: Option<watchdog::Running>,
+    /// The id of the last hold the watchdog has seen (0: none). A hold that ends before
+    /// its watchdog saw it needs no second wake: the wake that started it is pending.
+    seen: u64,
     /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
     /// for the watchdog to release them.
     to_release: Vec<Arc<dyn Lease>>,
@@ -114,6 +117,7 @@ impl Core {
                 state: State::Idle,
                 last: None,
                 watchdog: None,
+                seen: 0,
                 to_release: Vec::new(),
                 closed: false,
             }),
@@ -195,18 +199,22 @@ impl Core {
     /// says whether the watchdog should exit, and shows the current hold.
     pub(crate) fn duty(&self) -> Duty {
         let mut slots = self.slots();
+        let hold = match &slots.state {
+            State::Held(hold) => Some(Watched {
+                id: hold.id,
+                lease: Arc::clone(&hold.lease),
+                sent: hold.sent,
+                deadline: hold.deadline,
+            }),
+            State::Idle | State::Acquiring => None,
+        };
+        if let Some(hold) = &hold {
+            slots.seen = hold.id;
+        }
         Duty {
             to_release: std::mem::take(&mut slots.to_release),
             exit: slots.closed,
-            hold: match &slots.state {
-                State::Held(hold) => Some(Watched {
-                    id: hold.id,
-                    lease: Arc::clone(&hold.lease),
-                    sent: hold.sent,
-                    deadline: hold.deadline,
-                }),
-                State::Idle | State::Acquiring => None,
-            },
+            hold,
         }
     }
 
@@ -282,8 +290,9 @@ impl Core {
                 id: hold.id,
                 unreported_loss: None,
             });
-            if let Some(running) = &slots.watchdog {
-                running.wake();
+            match &slots.watchdog {
+                Some(running) if slots.seen == hold.id => running.wake(),
+                _ => {}
             }
             drop(slots);
             let now = self.now();

@@ -80,6 +80,7 @@ mod owner;
 pub mod redis;
 mod request;
 mod stats;
+mod wake;
 mod watch;
 mod watchdog;
 

@@ -20,7 +20,6 @@
 use std::pin::pin;
 use std::sync::Arc;
 
-use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
@@ -28,13 +27,14 @@ use tracing::Instrument;
 use crate::config::{MIN_RETRY_DELAY, half_jitter};
 use crate::core::Core;
 use crate::mutant::Mutant;
+use crate::wake::Wake;
 use crate::{DriverError, Lease, LossReason, Renewal};
 
 /// A mutex's running watchdog, as the mutex sees it.
 pub(crate) struct Running {
     runtime: tokio::runtime::Id,
     task: JoinHandle<()>,
-    wake: Arc<Notify>,
+    wake: Arc<Wake>,
 }
 
 impl Running {
@@ -51,7 +51,7 @@ impl Running {
     /// Has the watchdog look at the mutex again. A wake while it is busy is kept for
     /// when it next waits.
     pub(crate) fn wake(&self) {
-        self.wake.notify_one();
+        self.wake.wake();
     }
 
     /// Stops a watchdog that another has replaced.
@@ -62,7 +62,7 @@ impl Running {
 
 /// Starts a watchdog for `core` on `runtime`; it picks up the current hold at once.
 pub(crate) fn start(core: &Arc<Core>, runtime: &tokio::runtime::Handle) -> Running {
-    let wake = Arc::new(Notify::new());
+    let wake = Arc::new(Wake::default());
     let task = runtime.spawn(run(Arc::clone(core), Arc::clone(&wake)));
     Running {
         runtime: runtime.id(),
@@ -101,7 +101,7 @@ fn review(core: &Arc<Core>, id: Option<u64>) -> (bool, Option<Watched>) {
     (keep, duty.hold)
 }
 
-async fn run(core: Arc<Core>, wake: Arc<Notify>) {
+async fn run(core: Arc<Core>, wake: Arc<Wake>) {
     // The hold watched last: once its watch ends, it is never watched again, even if it
     // is still installed (a loss the mutex declined to signal).
     let mut watched = None;
@@ -122,7 +122,7 @@ async fn run(core: Arc<Core>, wake: Arc<Notify>) {
                     watch(&core, &wake, hold).instrument(span).await;
                 }
             }
-            None => wake.notified().await,
+            None => wake.woken().await,
         }
     }
 }
@@ -137,7 +137,7 @@ enum Attempt {
 }
 
 /// Keeps one hold's lease alive until the hold ends, and signals its loss.
-async fn watch(core: &Arc<Core>, wake: &Notify, hold: Watched) {
+async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     let Watched {
         id,
         lease,
@@ -157,7 +157,7 @@ async fn watch(core: &Arc<Core>, wake: &Notify, hold: Watched) {
     let reason = 'hold: loop {
         tokio::select! {
             biased;
-            () = wake.notified() => {
+            () = wake.woken() => {
                 if ended() {
                     break None;
                 }
@@ -176,7 +176,7 @@ async fn watch(core: &Arc<Core>, wake: &Notify, hold: Watched) {
         let attempt = loop {
             tokio::select! {
                 biased;
-                () = wake.notified() => {
+                () = wake.woken() => {
                     if ended() {
                         break Attempt::Stopped;
                     }
