@@ -4,7 +4,9 @@
 //!
 //! `cargo bench -p robit --bench redis` — a bench binary, not a test: it reports, it does
 //! not assert. `ROBIT_BENCH_SCALE=0.2` shortens every phase; `ROBIT_BENCH_PHASES=
-//! uncontended,throughput,contention` picks phases.
+//! uncontended,throughput,contention` picks phases; `ROBIT_BENCH_ONLY=robit|baseline|lean`
+//! runs only one contender of the uncontended and throughput phases (the uncontended
+//! phase's shared warm-up aside), to profile it alone.
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -110,6 +112,31 @@ fn robit_driver(
         .unwrap()
 }
 
+/// Who a baseline cycle acts as: the owner token, and the waiter that robit's `lock()`
+/// sends with every attempt (it may have to wait), as robit encodes them. Built once per
+/// task, so the baselines do not pay for drawing tokens, which robit does per cycle.
+struct Caller {
+    owner: String,
+    waiter: String,
+    entry: String,
+}
+
+impl Caller {
+    fn new(n: u128) -> Self {
+        let waiter = format!("{:032x}", n | (1 << 127));
+        Self {
+            owner: format!("{n:032x}"),
+            // The default poll interval, 250 ms, as robit's entries carry it.
+            entry: format!("{waiter}:250"),
+            waiter,
+        }
+    }
+}
+
+/// The queue entry lifetime robit's `lock()` sends with the default poll interval: four
+/// intervals, at least a second.
+const QUEUE_TTL_MS: u64 = 1_000;
+
 /// The baseline: robit's own scripts, called directly, with the same keys and arguments.
 struct Baseline {
     acquire: Script,
@@ -135,7 +162,7 @@ impl Baseline {
         }
     }
 
-    async fn cycle(&self, connection: &mut ConnectionManager, name: &str, owner: &str) {
+    async fn cycle(&self, connection: &mut ConnectionManager, name: &str, who: &Caller) {
         let lock = format!("{{robit}}:lock:{name}");
         let queue = format!("{{robit}}:queue:{name}");
         let (granted, _, _next): (i64, i64, Vec<u8>) = self
@@ -144,11 +171,11 @@ impl Baseline {
             .key(&queue)
             .key("{robit}:fence")
             .key("{robit}:quarantine")
-            .arg(owner)
+            .arg(&who.owner)
             .arg(30_000)
-            .arg("")
-            .arg("")
-            .arg(0)
+            .arg(&who.waiter)
+            .arg(&who.entry)
+            .arg(QUEUE_TTL_MS)
             .arg("robit:handoff")
             .arg(500)
             .arg(0)
@@ -160,7 +187,7 @@ impl Baseline {
             .release
             .key(&lock)
             .key(&queue)
-            .arg(owner)
+            .arg(&who.owner)
             .arg("robit:handoff")
             .arg(500)
             .invoke_async(connection)
@@ -189,7 +216,7 @@ impl LeanBaseline {
         }
     }
 
-    async fn cycle(&self, connection: &mut ConnectionManager, owner: &str) {
+    async fn cycle(&self, connection: &mut ConnectionManager, who: &Caller) {
         let (granted, _, _next): (i64, i64, Vec<u8>) = redis::cmd("EVALSHA")
             .arg(&self.acquire)
             .arg(4)
@@ -197,11 +224,11 @@ impl LeanBaseline {
             .arg(&self.queue)
             .arg("{robit}:fence")
             .arg("{robit}:quarantine")
-            .arg(owner)
+            .arg(&who.owner)
             .arg(30_000)
-            .arg("")
-            .arg("")
-            .arg(0)
+            .arg(&who.waiter)
+            .arg(&who.entry)
+            .arg(QUEUE_TTL_MS)
             .arg("robit:handoff")
             .arg(500)
             .arg(0)
@@ -214,7 +241,7 @@ impl LeanBaseline {
             .arg(2)
             .arg(&self.lock)
             .arg(&self.queue)
-            .arg(owner)
+            .arg(&who.owner)
             .arg("robit:handoff")
             .arg(500)
             .query_async(connection)
@@ -251,36 +278,43 @@ async fn uncontended(server: &RedisServer) {
     let baseline = Baseline::new(server).await;
     let lean = LeanBaseline::new(&baseline, "solo-lean");
     let mut connection = baseline.connection.clone();
-    let owner = format!("{:032x}", 1);
+    let who = Caller::new(1);
     // Warm up all three (connections, script cache).
     for _ in 0..200 {
         mutex.lock().await.unwrap().unlock().await.unwrap();
-        baseline
-            .cycle(&mut connection, "solo-baseline", &owner)
-            .await;
-        lean.cycle(&mut connection, &owner).await;
+        baseline.cycle(&mut connection, "solo-baseline", &who).await;
+        lean.cycle(&mut connection, &who).await;
     }
     let mut samples: [Vec<Duration>; 3] = Default::default();
     let mut elapsed = [Duration::ZERO; 3];
+    // Each round's cycles/s, per contender: the ratio is taken round by round.
+    let mut rates: [Vec<f64>; 3] = Default::default();
+    let only = std::env::var("ROBIT_BENCH_ONLY").ok();
+    let only = only.as_deref();
     let before = round_trips.load(Ordering::Relaxed);
-    // Interleaved rounds, so that drift in the machine's load hits all alike.
-    for _ in 0..10 {
-        for (who, (samples, elapsed)) in samples.iter_mut().zip(&mut elapsed).enumerate() {
+    // Many short interleaved rounds, the order rotating from round to round, so that
+    // drift in the machine's load and any cost of going first or last hit all alike.
+    for round in 0..ROUNDS {
+        for turn in 0..3 {
+            let contender = (round + turn) % 3;
+            if only.is_some_and(|only| only != CONTENDERS[contender]) {
+                continue;
+            }
             let start = Instant::now();
-            for _ in 0..scaled(1_000) {
+            for _ in 0..scaled(250) {
                 let t = Instant::now();
-                match who {
+                match contender {
                     0 => mutex.lock().await.unwrap().unlock().await.unwrap(),
                     1 => {
-                        baseline
-                            .cycle(&mut connection, "solo-baseline", &owner)
-                            .await;
+                        baseline.cycle(&mut connection, "solo-baseline", &who).await;
                     }
-                    _ => lean.cycle(&mut connection, &owner).await,
+                    _ => lean.cycle(&mut connection, &who).await,
                 }
-                samples.push(t.elapsed());
+                samples[contender].push(t.elapsed());
             }
-            *elapsed += start.elapsed();
+            let took = start.elapsed();
+            elapsed[contender] += took;
+            rates[contender].push(scaled(250) as f64 / took.as_secs_f64());
         }
     }
     let trips = round_trips.load(Ordering::Relaxed) - before;
@@ -317,25 +351,52 @@ async fn uncontended(server: &RedisServer) {
         ours.per_second() / theirs.per_second(),
         ours.per_second() / lean.per_second()
     );
+    for (label, against) in [("baseline", &rates[1]), ("lean baseline", &rates[2])] {
+        let (low, median, high) = ratio_quartiles(&rates[0], against);
+        println!(
+            "robit / {label}, round by round ({ROUNDS} rounds): median **{median:.3}×**, \
+             middle half {low:.3}–{high:.3}×"
+        );
+    }
+}
+
+/// Interleaved rounds per contender in the uncontended phase.
+const ROUNDS: usize = 40;
+
+/// The uncontended phase's contenders, as `ROBIT_BENCH_ONLY` names them.
+const CONTENDERS: [&str; 3] = ["robit", "baseline", "lean"];
+
+/// The quartiles of the round-by-round ratios `ours[i] / theirs[i]`.
+fn ratio_quartiles(ours: &[f64], theirs: &[f64]) -> (f64, f64, f64) {
+    let mut ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
+    if ratios.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    ratios.sort_by(f64::total_cmp);
+    let at = |p: f64| ratios[((ratios.len() - 1) as f64 * p).round() as usize];
+    (at(0.25), at(0.5), at(0.75))
 }
 
 async fn throughput(server: &RedisServer) {
     const TASKS: usize = 64;
+    const ROUNDS: usize = 8;
     let cycles = scaled(300);
     let round_trips = Arc::new(AtomicU64::new(0));
     let driver = robit_driver(server, &round_trips);
     let baseline = Arc::new(Baseline::new(server).await);
-    let mut ours_rate = Vec::new();
-    let mut theirs_rate = Vec::new();
-    for round in 0..4 {
+    let mutexes: Vec<Arc<Mutex>> = (0..TASKS)
+        .map(|task| {
+            let mutex = Mutex::builder(format!("many-{task}"), driver.clone()).build();
+            Arc::new(mutex.unwrap())
+        })
+        .collect();
+    let ours = || async {
         let start = Instant::now();
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|task| {
-                let driver = driver.clone();
+        let tasks: Vec<_> = mutexes
+            .iter()
+            .map(|mutex| {
+                let mutex = Arc::clone(mutex);
                 tokio::spawn(async move {
-                    let mutex = Mutex::builder(format!("many-{task}"), driver)
-                        .build()
-                        .unwrap();
                     for _ in 0..cycles {
                         mutex.lock().await.unwrap().unlock().await.unwrap();
                     }
@@ -345,17 +406,19 @@ async fn throughput(server: &RedisServer) {
         for task in tasks {
             task.await.unwrap();
         }
-        let ours = (TASKS * cycles) as f64 / start.elapsed().as_secs_f64();
+        (TASKS * cycles) as f64 / start.elapsed().as_secs_f64()
+    };
+    let theirs = || async {
         let start = Instant::now();
         let tasks: Vec<_> = (0..TASKS)
             .map(|task| {
                 let baseline = Arc::clone(&baseline);
                 tokio::spawn(async move {
                     let mut connection = baseline.connection.clone();
-                    let owner = format!("{task:032x}");
+                    let who = Caller::new(task as u128);
                     for _ in 0..cycles {
                         baseline
-                            .cycle(&mut connection, &format!("many-baseline-{task}"), &owner)
+                            .cycle(&mut connection, &format!("many-baseline-{task}"), &who)
                             .await;
                     }
                 })
@@ -364,11 +427,33 @@ async fn throughput(server: &RedisServer) {
         for task in tasks {
             task.await.unwrap();
         }
-        let theirs = (TASKS * cycles) as f64 / start.elapsed().as_secs_f64();
-        if round > 0 {
-            // Round 0 warms up.
-            ours_rate.push(ours);
-            theirs_rate.push(theirs);
+        (TASKS * cycles) as f64 / start.elapsed().as_secs_f64()
+    };
+    let only = std::env::var("ROBIT_BENCH_ONLY").ok();
+    let ours = || async {
+        match only.as_deref() {
+            Some(only) if only != "robit" => f64::NAN,
+            _ => ours().await,
+        }
+    };
+    let theirs = || async {
+        match only.as_deref() {
+            Some(only) if only != "baseline" => f64::NAN,
+            _ => theirs().await,
+        }
+    };
+    // A warm-up round, then rounds in alternating order.
+    ours().await;
+    theirs().await;
+    let mut ours_rate = Vec::new();
+    let mut theirs_rate = Vec::new();
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            ours_rate.push(ours().await);
+            theirs_rate.push(theirs().await);
+        } else {
+            theirs_rate.push(theirs().await);
+            ours_rate.push(ours().await);
         }
     }
     let ours = ours_rate.iter().sum::<f64>() / ours_rate.len() as f64;
@@ -379,6 +464,11 @@ async fn throughput(server: &RedisServer) {
     println!("| robit | {ours:.0} |");
     println!("| baseline | {theirs:.0} |");
     println!("\nrobit / baseline: **{:.3}×**", ours / theirs);
+    let (low, median, high) = ratio_quartiles(&ours_rate, &theirs_rate);
+    println!(
+        "robit / baseline, round by round ({ROUNDS} rounds): median **{median:.3}×**, \
+         middle half {low:.3}–{high:.3}×"
+    );
 }
 
 /// One contended run's record: (task, acquired, released, waited).
