@@ -31,10 +31,17 @@ use crate::clock::true_now;
 pub struct Event {
     /// True simulated time since the start of the run.
     pub at: Duration,
-    /// The host the event belongs to.
+    /// The host the event belongs to, or, on a host that runs several mutexes, the
+    /// mutex: `<host>#<n>`.
     pub who: String,
     /// What happened.
     pub kind: EventKind,
+}
+
+/// The host part of an event's `who`: a host that runs several mutexes records each
+/// one's events as `<host>#<n>`, and its host-wide events (a crash) under the host.
+pub(crate) fn host_of(who: &str) -> &str {
+    who.split_once('#').map_or(who, |(host, _)| host)
 }
 
 /// The kinds of [`Event`]. Leases are numbered per client: a client's `n`th successful

@@ -256,3 +256,44 @@ fn only_the_promises_asked_for_are_checked() {
     assert!(all.iter().any(|v| v.promise == Promise::MutualExclusion));
     assert!(all.iter().any(|v| v.promise == Promise::Fencing));
 }
+
+#[test]
+fn mutexes_of_one_host_are_separate_clients_whose_grants_the_backend_names_by_host() {
+    // Two mutexes of host "h", one after the other, each with a grant the backend made
+    // to "h": no violation.
+    let h = History::new();
+    granted(&h, 0, "h", 1, 1000);
+    acquired(&h, 1, "h#1", 1, 1);
+    unlock(&h, 100, "h#1", 1);
+    granted(&h, 101, "h", 2, 1101);
+    acquired(&h, 102, "h#2", 1, 2);
+    unlock(&h, 200, "h#2", 1);
+    for promise in [Promise::MutualExclusion, Promise::EarlyLoss] {
+        assert!(run(&h, promise).is_empty(), "{promise:?}");
+    }
+    // The second mutex of the host holding while the first still does is two holders;
+    // and an unlock after the grant to the host expired is a late loss.
+    let overlap = History::new();
+    granted(&overlap, 0, "h", 1, 1000);
+    acquired(&overlap, 1, "h#1", 1, 1);
+    acquired(&overlap, 50, "h#2", 1, 2);
+    let found = run(&overlap, Promise::MutualExclusion);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].clients, ["h#1", "h#2"]);
+    let late = History::new();
+    granted(&late, 0, "h", 1, 1000);
+    acquired(&late, 1, "h#2", 1, 1);
+    unlock(&late, 1500, "h#2", 1);
+    assert_eq!(run(&late, Promise::EarlyLoss).len(), 1);
+}
+
+#[test]
+fn a_host_crash_ends_the_beliefs_of_all_its_mutexes() {
+    // h#1 holds until h crashes; h#2 waits. After the crash g acquires: no two holders.
+    let h = History::new();
+    acquired(&h, 0, "h#1", 1, 1);
+    h.record_at(ms(10), "h#2", EventKind::LockCalled);
+    h.record_at(ms(500), "h", EventKind::Crashed);
+    acquired(&h, 600, "g", 1, 2);
+    assert!(run(&h, Promise::MutualExclusion).is_empty());
+}

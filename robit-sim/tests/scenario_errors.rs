@@ -164,3 +164,22 @@ fn absurdly_long_holds_are_refused() {
     );
     assert!(error(&text).contains("at most 1h"), "{}", error(&text));
 }
+
+#[test]
+fn a_host_with_several_mutexes_is_still_one_host_to_the_faults() {
+    let text = GOOD.replace("count = 2", "count = 2\nmutexes = 2");
+    let scenario = Scenario::parse("s.toml", &text).expect("valid");
+    assert_eq!(scenario.client_names(), ["c1", "c2"]);
+}
+
+#[test]
+fn a_mutex_count_of_zero_or_above_sixteen_is_refused() {
+    for bad in ["0", "17", "4294967295"] {
+        let text = GOOD.replace("count = 2", &format!("count = 2\nmutexes = {bad}"));
+        let message = error(&text);
+        assert!(
+            message.contains("`mutexes` must be between 1 and 16"),
+            "{bad}: {message}"
+        );
+    }
+}

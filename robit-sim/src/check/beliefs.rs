@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::history::host_of;
 use crate::{Event, EventKind};
 
 /// How a belief interval ended.
@@ -65,6 +66,14 @@ impl Beliefs {
         let mut out = Self::default();
         let mut clients: BTreeMap<&str, ClientState> = BTreeMap::new();
         for event in events {
+            if let EventKind::Crashed = event.kind {
+                // The host's every mutex goes with it.
+                for (who, state) in clients.iter_mut() {
+                    if *who != event.who && host_of(who) == event.who {
+                        out.crashed(state, event.at);
+                    }
+                }
+            }
             let state = clients.entry(&event.who).or_default();
             match &event.kind {
                 // A waiter that gave up and asks again is still waiting: the wait runs
@@ -99,15 +108,7 @@ impl Beliefs {
                 EventKind::Lost { lease, .. } => {
                     out.close_lease(state, *lease, event.at, End::Lost)
                 }
-                EventKind::Crashed => {
-                    if let Some(called) = state.called.take() {
-                        out.waits.push(Wait {
-                            start: called,
-                            end: event.at,
-                        });
-                    }
-                    out.close(state, event.at, End::Crash);
-                }
+                EventKind::Crashed => out.crashed(state, event.at),
                 _ => {}
             }
         }
@@ -117,6 +118,17 @@ impl Beliefs {
             }
         }
         out
+    }
+
+    /// A crash ends the client's wait, if it was waiting, and its belief.
+    fn crashed(&mut self, state: &mut ClientState, at: Duration) {
+        if let Some(called) = state.called.take() {
+            self.waits.push(Wait {
+                start: called,
+                end: at,
+            });
+        }
+        self.close(state, at, End::Crash);
     }
 
     fn close_lease(&mut self, state: &mut ClientState, lease: u64, at: Duration, how: End) {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::beliefs::{Beliefs, End};
 use super::{Promise, Violation};
+use crate::history::host_of;
 use crate::{Event, EventKind};
 
 fn secs(at: Duration) -> String {
@@ -81,10 +82,10 @@ impl Grants {
         start: Duration,
         at: Duration,
     ) -> Option<Duration> {
-        let index = self
-            .order
-            .iter()
-            .rposition(|(when, granted, to)| *granted == token && to == client && *when <= start)?;
+        let index = self.order.iter().rposition(|(when, granted, to)| {
+            // The backend knows hosts, not the mutexes inside them.
+            *granted == token && to == host_of(client) && *when <= start
+        })?;
         let granted_at = self.order[index].0;
         let next = self.order.get(index + 1).map(|(when, _, _)| *when);
         let mut promises: Vec<(Duration, Duration)> = self

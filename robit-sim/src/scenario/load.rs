@@ -19,6 +19,8 @@ const MIN_TICK: Duration = Duration::from_micros(100);
 const MAX_TICK: Duration = Duration::from_millis(50);
 /// The most clients in one scenario.
 const MAX_CLIENTS: usize = 200;
+/// The most mutexes one client host may run over its driver.
+const MAX_MUTEXES: u32 = 16;
 /// Host names a client may not take: fault targets use them.
 const RESERVED: [&str; 5] = ["holder", "clients", "backend", "storage", "world"];
 
@@ -290,6 +292,16 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
         if !drift.is_finite() || drift <= -1.0 {
             return Err(ctx.error(span, "`drift` must be a number above -1 (0.01 is 1% fast)"));
         }
+        let mutexes = match client.mutexes {
+            None => 1,
+            Some(mutexes @ 1..=MAX_MUTEXES) => mutexes,
+            Some(_) => {
+                return Err(ctx.error(
+                    span,
+                    format!("`mutexes` must be between 1 and {MAX_MUTEXES}"),
+                ));
+            }
+        };
         // Check the count against the room left before expanding it: a count of four
         // billion must be an error, not an attempt to allocate four billion names.
         let count = match client.count {
@@ -321,6 +333,7 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
                 think,
                 writes: client.writes.unwrap_or(2),
                 drift,
+                mutexes,
             });
         }
     }

@@ -131,6 +131,21 @@ impl Scenario {
             .collect()
     }
 
+    /// The clients as the history names them: a host that runs several mutexes is one
+    /// client per mutex, `<host>#<n>`.
+    pub(crate) fn lanes(&self) -> Vec<String> {
+        self.clients
+            .iter()
+            .flat_map(|client| {
+                let mutexes = client.mutexes;
+                (1..=mutexes).map(move |n| match mutexes {
+                    1 => client.name.clone(),
+                    _ => format!("{}#{n}", client.name),
+                })
+            })
+            .collect()
+    }
+
     /// Whether the scenario restarts or crashes the backend so that it loses its data.
     pub fn loses_backend_state(&self) -> bool {
         self.faults.iter().any(|fault| {
@@ -215,6 +230,11 @@ pub(crate) struct Client {
     pub(crate) think: (Duration, Duration),
     pub(crate) writes: u32,
     pub(crate) drift: f64,
+    /// How many mutexes the host runs the workload on, each in its own task, all over
+    /// one shared driver (so a release can hand the lock to a waiter of the same
+    /// process). With more than one, each mutex is its own client in the history,
+    /// named `<host>#<n>`.
+    pub(crate) mutexes: u32,
 }
 
 /// A host named in a fault.

@@ -118,6 +118,8 @@ pub(crate) struct RawClient {
     pub(crate) writes: Option<u32>,
     #[serde(default)]
     pub(crate) drift: Option<f64>,
+    #[serde(default)]
+    pub(crate) mutexes: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -94,7 +94,7 @@ impl Timeline {
     /// ```
     pub fn of_run(scenario: &Scenario, run: &Run) -> Self {
         let mut timeline = Self::new(&run.history, &run.violations, scenario.duration())
-            .with_clients(scenario.client_names())
+            .with_clients(scenario.lanes())
             .with_title(format!(
                 "{} ({}), seed {}",
                 scenario.name(),

@@ -22,8 +22,8 @@ pub(crate) struct ClientHost {
     pub(crate) clock: SimClock,
     pub(crate) history: History,
     pub(crate) seed: u64,
-    /// The number of the latest lease, across restarts.
-    pub(crate) lease: Arc<AtomicU64>,
+    /// The number of each mutex's latest lease, across restarts.
+    pub(crate) leases: Arc<[AtomicU64]>,
     pub(crate) incarnation: Arc<AtomicU64>,
     pub(crate) software: Software,
 }
@@ -50,13 +50,62 @@ pub(crate) enum Command {
 }
 
 impl ClientHost {
-    pub(crate) async fn run(self, driver: impl Driver) -> Result<(), robit::BoxError> {
+    /// Runs the host's software over `driver`: the workload on each of its mutexes (all
+    /// sharing the driver), or the test's commands on one.
+    pub(crate) async fn run(self, driver: Arc<dyn Driver>) -> Result<(), robit::BoxError> {
         let incarnation = self.incarnation.fetch_add(1, Ordering::Relaxed);
         let seed = self.seed ^ incarnation.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let mut rng = StdRng::seed_from_u64(seed);
-        let name = self.client.name.clone();
-        let (history, lease) = (self.history.clone(), Arc::clone(&self.lease));
-        let mutex = self
+        match &self.software {
+            Software::Commands(commands) => {
+                let mutex = self.mutex(0, Arc::clone(&driver), seed)?;
+                self.obey(&mutex, commands).await
+            }
+            Software::Workload if self.client.mutexes == 1 => {
+                let mutex = self.mutex(0, driver, seed)?;
+                let mut rng = StdRng::seed_from_u64(seed);
+                self.workload(0, &mutex, &mut rng, incarnation).await
+            }
+            Software::Workload => {
+                // Each mutex in its own task, as an application's tasks would be; a
+                // crash of the host ends them all.
+                let mut tasks = tokio::task::JoinSet::new();
+                for n in 0..self.client.mutexes as usize {
+                    let seed = seed ^ (n as u64).wrapping_mul(0xe703_7ed1_a0b4_28db);
+                    let mutex = self.mutex(n, Arc::clone(&driver), seed)?;
+                    let host = self.clone();
+                    tasks.spawn(async move {
+                        let mut rng = StdRng::seed_from_u64(seed);
+                        host.workload(n, &mutex, &mut rng, incarnation).await
+                    });
+                }
+                while let Some(done) = tasks.join_next().await {
+                    done??;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The history's name for the host's mutex `n`: the host's own name when it runs
+    /// one, `<host>#<n + 1>` when it runs several.
+    fn who(&self, n: usize) -> String {
+        if self.client.mutexes == 1 {
+            self.client.name.clone()
+        } else {
+            format!("{}#{}", self.client.name, n + 1)
+        }
+    }
+
+    /// The host's mutex `n`, recording its losses.
+    fn mutex(
+        &self,
+        n: usize,
+        driver: Arc<dyn Driver>,
+        seed: u64,
+    ) -> Result<Mutex, robit::BoxError> {
+        let (history, name) = (self.history.clone(), self.who(n));
+        let leases = Arc::clone(&self.leases);
+        Ok(self
             .lock
             .builder(driver)
             .clock(Arc::new(self.clock.clone()))
@@ -65,25 +114,23 @@ impl ClientHost {
                 history.record(
                     &name,
                     EventKind::Lost {
-                        lease: lease.load(Ordering::Relaxed),
+                        lease: leases[n].load(Ordering::Relaxed),
                         reason: event.reason.to_string(),
                     },
                 );
             })
-            .build()?;
-        match &self.software {
-            Software::Workload => self.workload(&mutex, &mut rng, incarnation).await,
-            Software::Commands(commands) => self.obey(&mutex, commands).await,
-        }
+            .build()?)
     }
 
     async fn workload(
         &self,
+        n: usize,
         mutex: &Mutex,
         rng: &mut StdRng,
         incarnation: u64,
     ) -> Result<(), robit::BoxError> {
-        let name = self.client.name.as_str();
+        let name = self.who(n);
+        let name = name.as_str();
         if incarnation == 0 {
             self.sleep(self.client.start).await;
         }
@@ -103,7 +150,7 @@ impl ClientHost {
                     continue;
                 }
             };
-            let lease = self.lease.fetch_add(1, Ordering::Relaxed) + 1;
+            let lease = self.leases[n].fetch_add(1, Ordering::Relaxed) + 1;
             let token = guard.fence().get();
             self.history
                 .record(name, EventKind::Acquired { lease, token });
@@ -123,7 +170,7 @@ impl ClientHost {
                     storage::write(token, Duration::from_secs(1), &self.clock).await;
                 }
             }
-            self.unlock(guard, lease).await;
+            self.unlock(name, guard, lease).await;
         }
     }
 
@@ -146,7 +193,7 @@ impl ClientHost {
                     };
                     match mutex.lock_with(wait).await {
                         Ok(guard) => {
-                            let lease = self.lease.fetch_add(1, Ordering::Relaxed) + 1;
+                            let lease = self.leases[0].fetch_add(1, Ordering::Relaxed) + 1;
                             let token = guard.fence().get();
                             self.history
                                 .record(name, EventKind::Acquired { lease, token });
@@ -162,7 +209,7 @@ impl ClientHost {
                 }
                 Command::Unlock => {
                     if let Some((guard, lease, _)) = held.take() {
-                        self.unlock(guard, lease).await;
+                        self.unlock(name, guard, lease).await;
                     }
                 }
                 Command::Write => {
@@ -181,8 +228,7 @@ impl ClientHost {
     /// Unlocks `guard` if it is still held; otherwise drops it, recording that the
     /// client stopped believing in it (its loss may not have been signalled yet, if the
     /// watchdog has not run since the deadline passed).
-    async fn unlock(&self, guard: Guard, lease: u64) {
-        let name = self.client.name.as_str();
+    async fn unlock(&self, name: &str, guard: Guard, lease: u64) {
         if !guard.is_held() {
             self.history.record(name, EventKind::Dropped { lease });
             return;

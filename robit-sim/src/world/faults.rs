@@ -7,6 +7,7 @@ use turmoil::Sim;
 use super::BACKEND;
 use super::storage;
 use crate::check::{Beliefs, End};
+use crate::history::host_of;
 use crate::scenario::{Action, Fault, Target};
 use crate::{EventKind, History, SimClock};
 
@@ -43,7 +44,7 @@ fn holder(history: &History) -> Option<String> {
         .into_iter()
         .filter(|belief| belief.how == End::StillHeld)
         .max_by_key(|belief| belief.start)
-        .map(|belief| belief.client)
+        .map(|belief| host_of(&belief.client).to_owned())
 }
 
 fn resolve(target: &Target, hosts: &dyn Hosts, history: &History) -> Vec<String> {

@@ -137,7 +137,7 @@ impl SimWorld<'_> {
                 clock,
                 history: self.history.clone(),
                 seed: seed ^ (index as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f),
-                lease: Arc::new(AtomicU64::new(0)),
+                leases: (0..client.mutexes).map(|_| AtomicU64::new(0)).collect(),
                 incarnation: Arc::new(AtomicU64::new(0)),
                 software: match &mut commands {
                     None => Software::Workload,
