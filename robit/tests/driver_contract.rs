@@ -2,6 +2,8 @@
 //! `Driver` documentation; they are generic over the driver so that they describe the
 //! contract, not the local driver's internals.
 
+mod common;
+
 use std::time::Duration;
 
 use robit::{Acquire, AcquireRequest, Driver, Lease, LocalDriver, LockName, OwnerToken, Renewal};
@@ -21,17 +23,11 @@ fn request(who: u128) -> AcquireRequest {
 }
 
 async fn granted(driver: &impl Driver, who: u128) -> std::sync::Arc<dyn Lease> {
-    match driver.acquire(&request(who)).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("owner {who} expected a grant, got {other:?}"),
-    }
+    common::granted(driver, &request(who)).await
 }
 
 async fn held(driver: &impl Driver, who: u128) -> Option<Duration> {
-    match driver.acquire(&request(who)).await.unwrap() {
-        Acquire::Held { expires_in } => expires_in,
-        other => panic!("owner {who} expected Held, got {other:?}"),
-    }
+    common::held(driver, &request(who)).await
 }
 
 #[tokio::test(start_paused = true)]

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::within;
+use common::{granted, held, within};
 use redis::AsyncCommands;
 use robit::redis::RedisDriver;
 use robit::{
-    Acquire, AcquireRequest, Driver, FenceGate, Lease, LockError, LockName, Mutex, OwnerToken,
-    Renewal, Waiter,
+    Acquire, AcquireRequest, Driver, FenceGate, LockError, LockName, Mutex, OwnerToken, Renewal,
+    Waiter,
 };
 use support::RedisServer;
 
@@ -34,13 +34,6 @@ fn driver(server: &RedisServer) -> RedisDriver {
 
 fn request(name: &str, who: u128) -> AcquireRequest {
     AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
-}
-
-async fn granted(driver: &RedisDriver, request: &AcquireRequest) -> std::sync::Arc<dyn Lease> {
-    match driver.acquire(request).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("expected a grant, got {other:?}"),
-    }
 }
 
 /// Waits until the driver's hand-off subscription is live on the server: a release
@@ -70,12 +63,8 @@ async fn the_driver_contract_holds_on_a_real_server() {
     let left = pttl(&server, key).await;
     assert!(left > 0 && left <= 2000, "PTTL {left}");
     // A held one is refused, with its expiry.
-    match driver.acquire(&request("contract", 2)).await.unwrap() {
-        Acquire::Held {
-            expires_in: Some(left),
-        } => assert!(left <= TTL),
-        other => panic!("expected Held, got {other:?}"),
-    }
+    let left = held(&driver, &request("contract", 2)).await;
+    assert!(left.is_some_and(|left| left <= TTL), "{left:?}");
     // A renew extends the grant by the TTL.
     server
         .admin()

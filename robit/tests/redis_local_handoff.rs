@@ -10,16 +10,13 @@
 mod common;
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use common::within;
+use common::{granted, held, within};
 use redis::aio::{ConnectionLike, PubSub};
 use redis::{AsyncCommands, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
 use robit::redis::{Connector, RedisDriver, UrlConnector};
-use robit::{
-    Acquire, AcquireRequest, Backoff, Driver, Lease, LockName, Mutex, OwnerToken, Wait, Waiter,
-};
+use robit::{Acquire, AcquireRequest, Backoff, Driver, LockName, Mutex, OwnerToken, Wait, Waiter};
 use support::RedisServer;
 use tokio::sync::watch;
 
@@ -127,20 +124,6 @@ fn request(owner: u128, waiter: Option<u128>) -> AcquireRequest {
     match waiter {
         Some(id) => request.with_waiter(Waiter::new(id, POLL)),
         None => request,
-    }
-}
-
-async fn granted(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn Lease> {
-    match driver.acquire(request).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("expected a grant, got {other:?}"),
-    }
-}
-
-async fn held(driver: &impl Driver, request: &AcquireRequest) {
-    match driver.acquire(request).await.unwrap() {
-        Acquire::Held { .. } => {}
-        other => panic!("expected Held, got {other:?}"),
     }
 }
 

@@ -408,3 +408,19 @@ impl Captured {
         tracing::subscriber::set_default(subscriber)
     }
 }
+
+/// The lease of a grant `driver` must make for `request`.
+pub async fn granted(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn Lease> {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("{:?} expected a grant, got {other:?}", request.owner),
+    }
+}
+
+/// The expiry `driver` reports when it must refuse `request` because the lock is held.
+pub async fn held(driver: &impl Driver, request: &AcquireRequest) -> Option<Duration> {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Held { expires_in } => expires_in,
+        other => panic!("{:?} expected Held, got {other:?}", request.owner),
+    }
+}
