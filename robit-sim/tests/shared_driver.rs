@@ -1,10 +1,47 @@
 //! Several mutexes on one host share its driver, so a release can hand the lock to a
 //! waiter of the same process directly. The scenarios that attack that path must
-//! actually take it: consecutive holders that are two mutexes of one host.
+//! actually take it: the driver's direct wakes are counted (from its trace events), and
+//! consecutive holders are often two mutexes of one host.
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use robit_sim::{EventKind, History, Scenario, Timeline, run};
+use robit_sim::{EventKind, History, Run, Scenario, Timeline, run};
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+
+/// Counts the Redis driver's direct wakes of its own waiters.
+#[derive(Clone, Default)]
+struct DirectWakes(Arc<AtomicUsize>);
+
+impl<S: tracing::Subscriber> Layer<S> for DirectWakes {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        struct Message(bool);
+        impl Visit for Message {
+            fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    let text = format!("{value:?}");
+                    self.0 = text.starts_with("woke the ");
+                }
+            }
+        }
+        let mut message = Message(false);
+        event.record(&mut message);
+        if event.metadata().target() == "robit" && message.0 {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs `scenario` with `seed`, counting the driver's direct wakes.
+fn counted_run(scenario: &Scenario, seed: u64) -> (Run, usize) {
+    let wakes = DirectWakes::default();
+    let subscriber = tracing_subscriber::registry().with(wakes.clone());
+    let run = tracing::subscriber::with_default(subscriber, || run(scenario, seed))
+        .expect("the run completes");
+    (run, wakes.0.load(Ordering::Relaxed))
+}
 
 fn scenario(file: &str) -> Scenario {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,10 +73,16 @@ fn hand_offs(history: &History) -> (usize, usize) {
 #[test]
 fn mutexes_sharing_a_driver_hand_the_lock_to_each_other_and_keep_every_promise() {
     let scenario = scenario("shared-driver.toml");
-    let run = run(&scenario, 1).expect("the run completes");
+    let (run, wakes) = counted_run(&scenario, 1);
     assert!(run.verdict.passed(), "{:?}", run.violations);
     let (acquired, within_host) = hand_offs(&run.history);
     assert!(acquired >= 500, "only {acquired} acquisitions");
+    // Most hand-offs inside a host are direct wakes (each can count twice: early, and
+    // again on the answer).
+    assert!(
+        wakes >= within_host,
+        "{wakes} direct wakes for {within_host} hand-offs inside a host"
+    );
     // Three of a host's mutexes wait behind each grant: a good share of hand-offs stay
     // inside one process.
     assert!(
@@ -54,12 +97,12 @@ fn mutexes_sharing_a_driver_hand_the_lock_to_each_other_and_keep_every_promise()
 fn mutexes_sharing_a_driver_keep_every_promise_under_faults() {
     let scenario = scenario("shared-driver-faults.toml");
     for seed in 1..=2 {
-        let run = run(&scenario, seed).expect("the run completes");
+        let (run, wakes) = counted_run(&scenario, seed);
         assert!(run.verdict.passed(), "seed {seed}: {:?}", run.violations);
         let (acquired, within_host) = hand_offs(&run.history);
         assert!(
-            within_host >= 10,
-            "seed {seed}: {within_host} of {acquired} hand-offs stayed inside a host"
+            wakes >= 10,
+            "seed {seed}: {wakes} direct wakes, {within_host} of {acquired} hand-offs inside a host"
         );
     }
 }

@@ -198,6 +198,9 @@ pub struct MutexBuilder {
     backoff: Backoff,
     on_lost: Vec<LostCallback>,
     clock: Arc<dyn Clock>,
+    /// Whether `clock` was injected: then the mutex's time is not tokio's, which a
+    /// driver's own timers run on.
+    injected_clock: bool,
     entropy: Arc<dyn Entropy>,
     mutant: Option<crate::mutant::Mutant>,
 }
@@ -216,6 +219,7 @@ impl MutexBuilder {
             backoff: Backoff::default(),
             on_lost: Vec::new(),
             clock: Arc::new(TokioClock),
+            injected_clock: false,
             entropy: Arc::new(OsEntropy::new()),
             mutant: None,
         }
@@ -284,8 +288,13 @@ impl MutexBuilder {
     }
 
     /// The clock all timing goes through. Default [`TokioClock`].
+    ///
+    /// With a clock of its own, the mutex times every backend call itself, even when
+    /// the driver bounds its calls ([`Driver::call_limit`](crate::Driver::call_limit)):
+    /// the driver's timers run on tokio's time, which this clock need not follow.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self.injected_clock = true;
         self
     }
 
@@ -377,7 +386,13 @@ impl MutexBuilder {
         }
         Ok(Config {
             name: self.name,
-            driver_limit: self.driver.call_limit(),
+            // A driver's own timers run on tokio's time; they stand in for the mutex's
+            // only if that is the mutex's time too.
+            driver_limit: if self.injected_clock {
+                None
+            } else {
+                self.driver.call_limit()
+            },
             driver: self.driver,
             ttl: self.ttl,
             validity,

@@ -403,8 +403,8 @@ impl Core {
     }
 
     /// Runs a backend call that may take until `limit` after `start`, a clock reading the
-    /// caller already has. A driver that bounds its own calls at least as tightly is
-    /// left to do so: a second timer would never fire first.
+    /// caller already has. A driver that bounds its own calls at least as tightly, on
+    /// the same (tokio's) time, is left to do so: a second timer would not fire first.
     pub(crate) async fn within_from<T>(
         &self,
         start: Instant,

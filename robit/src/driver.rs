@@ -173,12 +173,15 @@ pub trait Driver: Send + Sync + 'static {
     /// The longest any call to this driver or to its leases takes before it returns,
     /// with a result or an error, if the driver enforces such a limit itself.
     ///
-    /// The Mutex bounds every call by a timeout of its own (the renew timeout, or what
-    /// is left of a `lock()` wait). A driver that already bounds its calls — to notice a
-    /// dead connection, say — makes that second timer redundant whenever its limit is
-    /// no longer than the Mutex's: the Mutex then leaves the bounding to the driver and
-    /// saves a timer's registration and removal per call, which is a measurable part of
-    /// an uncontended lock + unlock. The Mutex reads this once, when it is built.
+    /// The Mutex bounds every acquire, release and withdraw call by a timeout of its own
+    /// (the renew timeout, or what is left of a `lock()` wait). A driver that already
+    /// bounds its calls — to notice a dead connection, say — makes that second timer
+    /// redundant whenever its limit is no longer than the Mutex's: the Mutex then leaves
+    /// the bounding to the driver and saves a timer's registration and removal per call,
+    /// which is a measurable part of an uncontended lock + unlock. (Renewals keep the
+    /// watchdog's timer, which also watches the validity deadline.) The limit is read in
+    /// tokio's time, so a Mutex built with a clock of its own ignores it. The Mutex reads
+    /// this once, when it is built.
     ///
     /// Return a limit only if it holds for every call, on every path (connecting,
     /// waiting for a connection, retrying): a call that outlives a promised limit makes

@@ -13,7 +13,9 @@
 //! is `send time + TTL × (1 − drift) − margin` and the backend keeps the grant until at
 //! least `send time + TTL`.
 //!
-//! The mutex wakes it whenever a hold starts or ends, and when the last of the mutex and
+//! The mutex wakes it whenever a hold starts, when a hold it has seen ends (one that
+//! ends before it looked needs no wake: the one that announced it is still pending),
+//! when a dropped hold leaves a lease to release, and when the last of the mutex and
 //! its guards is gone; it exits then, after handing any lease still to be released to a
 //! release task of its own.
 

@@ -1,6 +1,6 @@
 //! A driver that bounds its own calls says so (`Driver::call_limit`), and the mutex then
 //! leaves the bounding to it instead of arming a second timer per call — but only when
-//! the driver's limit is no longer than the mutex's own.
+//! the driver's limit is no longer than the mutex's own, and both are in tokio's time.
 
 mod common;
 
@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::within;
 use robit::{
     Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, LockError, Mutex,
-    Renewal, UnlockError, Wait, async_trait,
+    Renewal, TokioClock, UnlockError, Wait, async_trait,
 };
 use tokio::time::Instant;
 
@@ -137,6 +137,28 @@ async fn a_driver_that_promises_a_limit_within_the_mutex_timeout_is_trusted_to_k
     let (result, took) = timed_unlock(driver).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(took, RENEW_TIMEOUT * 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutex_with_a_clock_of_its_own_times_its_calls_itself() {
+    // The driver's promise is in tokio's time, which an injected clock need not follow:
+    // the mutex keeps its own timer, and the overlong release times out on it.
+    let mut driver = Slow::new(Some(RENEW_TIMEOUT / 2));
+    driver.release_takes = Some(RENEW_TIMEOUT * 2);
+    let mutex = Mutex::builder("limited", driver)
+        .ttl(TTL)
+        .renew_timeout(RENEW_TIMEOUT)
+        .clock(Arc::new(TokioClock))
+        .build()
+        .unwrap();
+    let guard = mutex.lock().await.unwrap();
+    let start = Instant::now();
+    let result = within(LONG, "the unlock's end", guard.unlock()).await;
+    assert!(
+        matches!(result, Err(UnlockError::Backend(DriverError::Timeout(limit))) if limit == RENEW_TIMEOUT),
+        "{result:?}"
+    );
+    assert_eq!(start.elapsed(), RENEW_TIMEOUT);
 }
 
 #[tokio::test(start_paused = true)]

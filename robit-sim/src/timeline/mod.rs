@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::check::{Beliefs, End};
+use crate::history::host_of;
 use crate::{Event, EventKind, History, Run, Scenario, Verdict, Violation};
 
 /// Hosts that are not clients: they have no lane.
@@ -189,11 +190,19 @@ impl Timeline {
                 EventKind::LockCalled => {
                     open.insert(&event.who, event.at);
                 }
-                EventKind::Acquired { .. } | EventKind::LockFailed { .. } | EventKind::Crashed => {
+                EventKind::Acquired { .. } | EventKind::LockFailed { .. } => {
                     if let Some(start) = open.remove(event.who.as_str()) {
                         waits.push((event.who.clone(), start, event.at));
                     }
                 }
+                // A crash ends the waits of the host's every mutex.
+                EventKind::Crashed => open.retain(|who, start| {
+                    let ended = host_of(who) == event.who;
+                    if ended {
+                        waits.push(((*who).to_owned(), *start, event.at));
+                    }
+                    !ended
+                }),
                 _ => {}
             }
         }

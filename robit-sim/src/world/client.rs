@@ -179,7 +179,8 @@ impl ClientHost {
         mutex: &Mutex,
         commands: &tokio::sync::Mutex<UnboundedReceiver<Command>>,
     ) -> Result<(), robit::BoxError> {
-        let name = self.client.name.as_str();
+        let name = self.who(0);
+        let name = name.as_str();
         let mut commands = commands.lock().await;
         let mut held: Option<(Guard, u64, u64)> = None;
         while let Some(command) = commands.recv().await {

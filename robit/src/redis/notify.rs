@@ -87,6 +87,7 @@ impl Dispatcher {
             let poll = call.as_mut().poll(cx);
             if let Some(waiter) = next.take() {
                 if poll.is_pending() && self.waiters.notify(&waiter) {
+                    tracing::trace!(target: "robit", waiter, "woke the next in line as the release went out");
                     woken = Some(waiter);
                 }
             }
@@ -94,8 +95,11 @@ impl Dispatcher {
         })
         .await;
         if let Ok(Freed::ReservedFor(Some(waiter))) = answer {
-            if self.waiters.notify(&waiter) && woken != Some(waiter) {
-                tokio::task::yield_now().await;
+            if self.waiters.notify(&waiter) {
+                tracing::trace!(target: "robit", waiter, "woke the waiter the lock was handed to");
+                if woken != Some(waiter) {
+                    tokio::task::yield_now().await;
+                }
             }
         }
         answer

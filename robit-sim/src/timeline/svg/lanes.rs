@@ -7,6 +7,7 @@ use std::time::Duration;
 use super::{ACCEPTED, CRASH, HELD, LANE, LEFT, LOST, REJECTED, RESTART, WAIT, escape, text_width};
 use crate::EventKind;
 use crate::check::End;
+use crate::history::host_of;
 use crate::timeline::{Timeline, describe, secs};
 
 /// Where each client's lane is.
@@ -91,66 +92,38 @@ pub(super) fn lanes_content(
     // Marks that would land on the same pixel of a lane are drawn once (accepted writes,
     // the densest, once per two pixels).
     let mut drawn: BTreeSet<(usize, Mark, i64)> = BTreeSet::new();
+    // A host that runs several mutexes has a lane per mutex (`c1#2`): its crashes and
+    // restarts go on all of them, and a write on the lane of the mutex that sent it.
+    let mut writers: BTreeMap<u64, &str> = BTreeMap::new();
     for event in &timeline.events {
         let (client, mark) = match &event.kind {
-            EventKind::Lost { .. } => (&event.who, Mark::Lost),
-            EventKind::Crashed => (&event.who, Mark::Crash),
-            EventKind::Restarted => (&event.who, Mark::Restart),
-            EventKind::WriteAccepted { from, .. } if timeline.writes => (from, Mark::Accepted),
-            EventKind::WriteRejected { from, .. } if timeline.writes => (from, Mark::Rejected),
+            EventKind::WriteSent { token, .. } => {
+                writers.insert(*token, &event.who);
+                continue;
+            }
+            EventKind::Lost { .. } => (event.who.as_str(), Mark::Lost),
+            EventKind::Crashed => (event.who.as_str(), Mark::Crash),
+            EventKind::Restarted => (event.who.as_str(), Mark::Restart),
+            EventKind::WriteAccepted { from, token } if timeline.writes => {
+                (writers.get(token).copied().unwrap_or(from), Mark::Accepted)
+            }
+            EventKind::WriteRejected { from, token, .. } if timeline.writes => {
+                (writers.get(token).copied().unwrap_or(from), Mark::Rejected)
+            }
             _ => continue,
         };
-        let Some((index, top)) = lanes.get(client) else {
-            continue;
+        let targets: Vec<(usize, f64)> = match lanes.get(client) {
+            Some(lane) => vec![lane],
+            None => lanes
+                .index
+                .keys()
+                .filter(|lane| host_of(lane) == client)
+                .filter_map(|lane| lanes.get(lane))
+                .collect(),
         };
-        let at = x(event.at);
-        let pixel = if mark == Mark::Accepted { at / 2.0 } else { at };
-        if !drawn.insert((index, mark, pixel as i64)) {
-            continue;
+        for (index, top) in targets {
+            mark_lane(&mut content, &mut drawn, x, event, mark, (index, top));
         }
-        let Some(out) = content.get_mut(index) else {
-            continue;
-        };
-        let title = escape(&format!("{}s {}", secs(event.at), describe(&event.kind)));
-        let bottom = top + LANE;
-        let _ = match mark {
-            Mark::Lost => writeln!(
-                out,
-                "<g><title>{title}</title><path d=\"M{:.1} {:.1}h10l-5 9z\" fill=\"{LOST}\"/>\
-                 <line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{LOST}\" \
-                 stroke-width=\"2\"/></g>",
-                at - 5.0,
-                top + 1.0,
-                top + 8.0,
-                top + 22.0
-            ),
-            Mark::Crash => writeln!(
-                out,
-                "<path d=\"M{:.1} {:.1}l10 18m0 -18l-10 18\" stroke=\"{CRASH}\" stroke-width=\"2.5\">\
-                 <title>{title}</title></path>",
-                at - 5.0,
-                top + 6.0
-            ),
-            Mark::Restart => writeln!(
-                out,
-                "<path d=\"M{at:.1} {:.1}v14l9 -7z\" fill=\"{RESTART}\"><title>{title}</title></path>",
-                top + 8.0
-            ),
-            Mark::Accepted => writeln!(
-                out,
-                "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{ACCEPTED}\">\
-                 <title>{title}</title></line>",
-                bottom - 6.0,
-                bottom - 1.0
-            ),
-            Mark::Rejected => writeln!(
-                out,
-                "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{REJECTED}\" \
-                 stroke-width=\"2\"><title>{title}</title></line>",
-                top + 3.0,
-                bottom - 1.0
-            ),
-        };
     }
     for (client, body) in timeline.clients.iter().zip(content) {
         let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
@@ -175,4 +148,63 @@ enum Mark {
     Restart,
     Accepted,
     Rejected,
+}
+
+/// Draws `mark` for `event` on lane `index` (top edge at `top`), once per pixel.
+fn mark_lane(
+    content: &mut [String],
+    drawn: &mut BTreeSet<(usize, Mark, i64)>,
+    x: &dyn Fn(Duration) -> f64,
+    event: &crate::Event,
+    mark: Mark,
+    (index, top): (usize, f64),
+) {
+    let at = x(event.at);
+    let pixel = if mark == Mark::Accepted { at / 2.0 } else { at };
+    if !drawn.insert((index, mark, pixel as i64)) {
+        return;
+    }
+    let Some(out) = content.get_mut(index) else {
+        return;
+    };
+    let title = escape(&format!("{}s {}", secs(event.at), describe(&event.kind)));
+    let bottom = top + LANE;
+    let _ = match mark {
+        Mark::Lost => writeln!(
+            out,
+            "<g><title>{title}</title><path d=\"M{:.1} {:.1}h10l-5 9z\" fill=\"{LOST}\"/>\
+                 <line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{LOST}\" \
+                 stroke-width=\"2\"/></g>",
+            at - 5.0,
+            top + 1.0,
+            top + 8.0,
+            top + 22.0
+        ),
+        Mark::Crash => writeln!(
+            out,
+            "<path d=\"M{:.1} {:.1}l10 18m0 -18l-10 18\" stroke=\"{CRASH}\" stroke-width=\"2.5\">\
+                 <title>{title}</title></path>",
+            at - 5.0,
+            top + 6.0
+        ),
+        Mark::Restart => writeln!(
+            out,
+            "<path d=\"M{at:.1} {:.1}v14l9 -7z\" fill=\"{RESTART}\"><title>{title}</title></path>",
+            top + 8.0
+        ),
+        Mark::Accepted => writeln!(
+            out,
+            "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{ACCEPTED}\">\
+                 <title>{title}</title></line>",
+            bottom - 6.0,
+            bottom - 1.0
+        ),
+        Mark::Rejected => writeln!(
+            out,
+            "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{REJECTED}\" \
+                 stroke-width=\"2\"><title>{title}</title></line>",
+            top + 3.0,
+            bottom - 1.0
+        ),
+    };
 }
