@@ -195,29 +195,6 @@ async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_gone_silent_is_passed_over_and_one_still_asking_gets_the_lock() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let holder = granted(&driver, &request("silent", 1)).await;
-    let waiter = |id| request("silent", 100 + id).with_waiter(Waiter::new(id, LONG));
-    for id in [7, 8] {
-        held(&driver, &waiter(id)).await;
-    }
-    // Waiter 7's process dies: its presence lapses (here, at once), its entry stays.
-    let mut admin = server.admin().await;
-    let presence = format!("{{robit}}:waiter:{:032x}", 7);
-    assert_eq!(admin.del::<_, i64>(&presence).await.unwrap(), 1);
-    let next = driver.watch_release(&waiter(8));
-    subscribed(&server).await;
-    holder.release().await.unwrap();
-    within(LONG, "the hand-off to the waiter still there", next).await;
-    granted(&driver, &waiter(8)).await.release().await.unwrap();
-    // Nothing is left of either waiter: the granted one's presence went with its grant.
-    let keys: Vec<String> = admin.keys("*").await.unwrap();
-    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_withdraws_passes_its_turn_on() {
     let server = RedisServer::start();
     let driver = driver(&server);

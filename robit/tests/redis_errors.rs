@@ -92,7 +92,7 @@ async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     // scripts call are checked too).
     let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping \
                        +get +set +del +pexpire +pttl +incr +time +publish \
-                       +exists +lindex +lpos +rpush +lpop +lrem";
+                       +lindex +lpos +rpush +lpop +lrem";
     let mut setuser = redis::cmd("ACL");
     setuser.arg("SETUSER").arg("locker").arg("on").arg(">pa55");
     for permission in permissions.split_whitespace() {

@@ -43,12 +43,6 @@ const DEL_LOCK: Site = ("redis.call('DEL', lock)", 0);
 const SET_RESERVED: Site = ("redis.call('SET', lock, 'W' .. waiter, 'PX', window)", 0);
 const PUBLISH: Site = ("redis.call('PUBLISH', channel, waiter)", 0);
 const PEXPIRE_RENEWED: Site = ("redis.call('PEXPIRE', KEYS[1], ARGV[2])", 0);
-const SET_PRESENCE: Site = (
-    "redis.call('SET', presence(queue, waiter), '1', 'PX', queue_ttl)",
-    0,
-);
-const EXISTS_PRESENCE: Site = ("redis.call('EXISTS', presence(queue, waiter))", 0);
-const DEL_PRESENCE: Site = ("redis.call('DEL', presence(queue, waiter))", 0);
 /// Runs `kind` with `keys` and `argv`; the script's reply.
 pub(crate) fn run(
     exec: &mut Exec<'_>,
@@ -159,15 +153,9 @@ fn acquire(
         script.call(SET_FENCE_CLOCK, &[b"SET", fence, &clock])?;
         token = clock_value;
     }
-    let mut was_waiting = reserved_for_me;
     if !waiter.is_empty() && head.as_ref() == Some(entry) {
-        was_waiting = true;
         script.call(LPOP_GRANTED, &[b"LPOP", queue])?;
         head = string(script.call(LINDEX_NEXT, &[b"LINDEX", queue, b"0"])?);
-    }
-    if was_waiting {
-        let key = presence(script, queue, waiter)?;
-        script.call(DEL_PRESENCE, &[b"DEL", &key])?;
     }
     script.call(SET_LOCK, &[b"SET", lock, owner, b"PX", ttl])?;
     #[allow(clippy::cast_possible_truncation)]
@@ -206,12 +194,10 @@ fn wait_in_line(script: &mut Script<'_, '_>, line: &Line<'_>) -> Result<(), Rais
     if script.call(LPOS_QUEUE, &[b"LPOS", line.queue, line.entry])? == Frame::NullBulk {
         script.call(RPUSH_QUEUE, &[b"RPUSH", line.queue, line.entry])?;
     }
-    let key = presence(script, line.queue, line.waiter)?;
-    let Some(ttl) = line.ttl else {
-        return Err(script.lua_error("Lua redis lib command arguments must be strings or integers"));
-    };
-    script.call(SET_PRESENCE, &[b"SET", &key, b"1", b"PX", &argument(ttl)])?;
     let pttl = number(&script.call(PTTL_QUEUE, &[b"PTTL", line.queue])?);
+    let Some(ttl) = line.ttl else {
+        return Err(script.lua_error("attempt to compare number with nil"));
+    };
     if pttl < ttl {
         script.call(PEXPIRE_QUEUE, &[b"PEXPIRE", line.queue, &argument(ttl)])?;
     }
@@ -237,11 +223,6 @@ fn hand_off(
         let Some((waiter, poll_ms)) = split_entry(&head) else {
             continue;
         };
-        // Gone silent: skip it rather than reserve the lock for nobody.
-        let key = presence(script, queue, waiter)?;
-        if script.call(EXISTS_PRESENCE, &[b"EXISTS", &key])? == Frame::Integer(0) {
-            continue;
-        }
         let Some(window_ms) = tonumber(window_ms) else {
             return Err(script.lua_error("bad argument #1 to 'max' (number expected, got nil)"));
         };
@@ -258,23 +239,6 @@ fn hand_off(
         script.call(PUBLISH, &[b"PUBLISH", channel, waiter])?;
         return Ok(Some((waiter.to_vec(), window)));
     }
-}
-
-/// `presence(queue, waiter)` from handoff.lua: `string.match(queue, '^{[^}]*}') ..
-/// ':waiter:' .. waiter`, which fails to concatenate when the queue key does not start
-/// with a hash tag.
-fn presence(script: &Script<'_, '_>, queue: &[u8], waiter: &[u8]) -> Result<Vec<u8>, Raised> {
-    let tag = match queue.first() {
-        Some(b'{') => queue
-            .iter()
-            .position(|&b| b == b'}')
-            .map(|end| &queue[..=end]),
-        _ => None,
-    };
-    let Some(tag) = tag else {
-        return Err(script.lua_error("attempt to concatenate a nil value"));
-    };
-    Ok([tag, b":waiter:", waiter].concat())
 }
 
 /// `<hex digits>:<decimal digits>`, split; `None` for anything else.
@@ -333,8 +297,6 @@ fn withdraw(
     let (lock, queue) = (&keys[0], &keys[1]);
     let (waiter, entry, channel, handoff) = (&argv[0], &argv[1], &argv[2], &argv[3]);
     script.pcall(&[b"LREM", queue, b"0", entry]);
-    let key = presence(script, queue, waiter)?;
-    script.pcall(&[b"DEL", &key]);
     let reservation = [b"W".as_slice(), waiter].concat();
     if script.pcall(&[b"GET", lock]) != Frame::Bulk(reservation) {
         return Ok(Frame::Integer(0));
@@ -372,16 +334,8 @@ mod tests {
             LPOP_GRANTED,
             LINDEX_NEXT,
             SET_LOCK,
-            SET_PRESENCE,
-            DEL_PRESENCE,
         ];
-        let hand_off = [
-            LPOP_HAND_OFF,
-            EXISTS_PRESENCE,
-            DEL_LOCK,
-            SET_RESERVED,
-            PUBLISH,
-        ];
+        let hand_off = [LPOP_HAND_OFF, DEL_LOCK, SET_RESERVED, PUBLISH];
         let uses = [
             (RobitScript::Acquire, [&acquire[..], &hand_off[..]].concat()),
             (RobitScript::Renew, vec![PEXPIRE_RENEWED]),

@@ -187,7 +187,7 @@ mod tests {
         let pinned = [
             (
                 RobitScript::Acquire,
-                "5722dc0dd6aa4e9418f41792f167c17d2567a608",
+                "3e74e22071d537ba645a99c3cfdd1916d811953a",
             ),
             (
                 RobitScript::Renew,
@@ -195,11 +195,11 @@ mod tests {
             ),
             (
                 RobitScript::Release,
-                "36c37eedcca451180c3a71fc2027c0fb0719cdc3",
+                "8ce955927178c85ce97fe5bc48be1bb49af00a81",
             ),
             (
                 RobitScript::Withdraw,
-                "0a1ff004acca0c89baa9da34a0d396e34094dc23",
+                "92b8b4edd5a17e5c1912af9bc439518e65fe299c",
             ),
         ];
         for (kind, sha) in pinned {

@@ -234,59 +234,6 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
 }
 
 #[test]
-fn a_release_skips_waiters_gone_silent_for_their_queue_lifetime() {
-    let backend = Backend::new();
-    let (_subscribed, mut messages) = backend.subscriber();
-    backend.acquire(0, OWNER_A, "10000", None, "0");
-    // B queues first, then falls silent; C queues later and keeps asking.
-    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
-    let presence_b = format!("{{t}}:waiter:{WAITER_B}");
-    assert_eq!(backend.run(at(10), &["PTTL", &presence_b]), int(4000));
-    backend.acquire(
-        20,
-        "0000000000000000000000000000000c",
-        "10000",
-        Some((WAITER_C, 300)),
-        "0",
-    );
-    backend.acquire(
-        4_500,
-        "000000000000000000000000000000c1",
-        "10000",
-        Some((WAITER_C, 300)),
-        "0",
-    );
-    // B's presence lapsed at 4.01 s: the release passes it over and reserves for C.
-    assert_eq!(backend.release(4_600, OWNER_A), Frame::bulk(WAITER_C));
-    let reservation = format!("W{WAITER_C}");
-    assert_eq!(
-        backend.run(at(4_600), &["GET", LOCK]),
-        Frame::bulk(&reservation)
-    );
-    assert_eq!(messages.try_recv().ok(), Some(published(WAITER_C)));
-    assert_eq!(backend.run(at(4_600), &["EXISTS", QUEUE]), int(0));
-    // With nobody left who is still there, a release frees the lock.
-    let owner_c = "000000000000000000000000000000c2";
-    let granted = backend.acquire(4_610, owner_c, "10000", Some((WAITER_C, 300)), "0");
-    assert_eq!(granted, grant(clock_token(at(4_610)), ""));
-    backend.acquire(4_620, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
-    backend.run(at(4_630), &["DEL", &presence_b]);
-    assert_eq!(backend.release(4_640, owner_c), int(1));
-    assert_eq!(backend.run(at(4_640), &["EXISTS", LOCK]), int(0));
-}
-
-#[test]
-fn withdrawing_deletes_the_waiters_presence() {
-    let backend = Backend::new();
-    backend.acquire(0, OWNER_A, "10000", None, "0");
-    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
-    let presence_b = format!("{{t}}:waiter:{WAITER_B}");
-    assert_eq!(backend.run(at(10), &["EXISTS", &presence_b]), int(1));
-    assert_eq!(backend.withdraw(20, (WAITER_B, 300)), int(0));
-    assert_eq!(backend.run(at(20), &["EXISTS", &presence_b]), int(0));
-}
-
-#[test]
 fn a_grant_names_the_waiter_first_in_line_behind_it() {
     let backend = Backend::new();
     backend.acquire(0, OWNER_A, "1000", None, "0");

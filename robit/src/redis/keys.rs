@@ -5,12 +5,11 @@
 //! {<namespace>}:queue:<name>   list of waiter ids, oldest first
 //! {<namespace>}:fence          the fencing counter, one per namespace, no TTL
 //! {<namespace>}:quarantine     present while grants are suspended after state loss
-//! {<namespace>}:waiter:<id>    present while a queued waiter keeps asking (expires)
 //! <namespace>:handoff          pub/sub channel: the id of the waiter a lock went to
 //! ```
 //!
 //! All keys of a namespace share the hash tag `{<namespace>}`, so every script touches a
-//! single Redis Cluster slot (the scripts build a waiter's key from the queue key's tag). Lock names are arbitrary bytes; they come after the tag, so
+//! single Redis Cluster slot. Lock names are arbitrary bytes; they come after the tag, so
 //! braces in a name do not change the slot.
 
 use crate::LockName;

@@ -24,7 +24,6 @@ local function wait_in_line()
     if not redis.call('LPOS', queue, entry) then
       redis.call('RPUSH', queue, entry)
     end
-    redis.call('SET', presence(queue, waiter), '1', 'PX', queue_ttl)
     if redis.call('PTTL', queue) < queue_ttl then
       redis.call('PEXPIRE', queue, queue_ttl)
     end
@@ -71,14 +70,9 @@ if token < tonumber(clock) then
   token = tonumber(clock)
 end
 -- A waiter granted here was first in line (or its reservation was popped already).
-local was_waiting = reserved_for_me
 if waiter ~= '' and head == entry then
-  was_waiting = true
   redis.call('LPOP', queue)
   head = redis.call('LINDEX', queue, 0)
-end
-if was_waiting then
-  redis.call('DEL', presence(queue, waiter))
 end
 redis.call('SET', lock, owner, 'PX', ttl)
 -- The next in line, if any: a release of this grant through the same driver wakes it

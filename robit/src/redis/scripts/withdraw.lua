@@ -3,7 +3,6 @@
 -- Returns 0 if nothing was reserved for the waiter; 1 if its reservation was freed with
 -- nobody else waiting; or the id of the waiter it was passed on to (as release does).
 redis.pcall('LREM', KEYS[2], 0, ARGV[2])
-redis.pcall('DEL', presence(KEYS[2], ARGV[1]))
 if redis.pcall('GET', KEYS[1]) ~= 'W' .. ARGV[1] then
   return 0
 end
