@@ -69,10 +69,11 @@ impl Beliefs {
             if let EventKind::Crashed = event.kind {
                 // The host's every mutex goes with it.
                 for (who, state) in clients.iter_mut() {
-                    if *who != event.who && host_of(who) == event.who {
+                    if host_of(who) == event.who {
                         out.crashed(state, event.at);
                     }
                 }
+                continue;
             }
             let state = clients.entry(&event.who).or_default();
             match &event.kind {
@@ -108,7 +109,6 @@ impl Beliefs {
                 EventKind::Lost { lease, .. } => {
                     out.close_lease(state, *lease, event.at, End::Lost)
                 }
-                EventKind::Crashed => out.crashed(state, event.at),
                 _ => {}
             }
         }

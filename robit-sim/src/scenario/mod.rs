@@ -136,13 +136,7 @@ impl Scenario {
     pub(crate) fn lanes(&self) -> Vec<String> {
         self.clients
             .iter()
-            .flat_map(|client| {
-                let mutexes = client.mutexes;
-                (1..=mutexes).map(move |n| match mutexes {
-                    1 => client.name.clone(),
-                    _ => format!("{}#{n}", client.name),
-                })
-            })
+            .flat_map(|client| (0..client.mutexes as usize).map(|n| client.mutex_name(n)))
             .collect()
     }
 
@@ -235,6 +229,18 @@ pub(crate) struct Client {
     /// process). With more than one, each mutex is its own client in the history,
     /// named `<host>#<n>`.
     pub(crate) mutexes: u32,
+}
+
+impl Client {
+    /// The history's name for the host's mutex `n` (from 0): the host's own name when
+    /// it runs one, `<host>#<n + 1>` when it runs several.
+    pub(crate) fn mutex_name(&self, n: usize) -> String {
+        if self.mutexes == 1 {
+            self.name.clone()
+        } else {
+            format!("{}#{}", self.name, n + 1)
+        }
+    }
 }
 
 /// A host named in a fault.

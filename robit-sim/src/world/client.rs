@@ -57,7 +57,7 @@ impl ClientHost {
         let seed = self.seed ^ incarnation.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         match &self.software {
             Software::Commands(commands) => {
-                let mutex = self.mutex(0, Arc::clone(&driver), seed)?;
+                let mutex = self.mutex(0, driver, seed)?;
                 self.obey(&mutex, commands).await
             }
             Software::Workload if self.client.mutexes == 1 => {
@@ -86,16 +86,6 @@ impl ClientHost {
         }
     }
 
-    /// The history's name for the host's mutex `n`: the host's own name when it runs
-    /// one, `<host>#<n + 1>` when it runs several.
-    fn who(&self, n: usize) -> String {
-        if self.client.mutexes == 1 {
-            self.client.name.clone()
-        } else {
-            format!("{}#{}", self.client.name, n + 1)
-        }
-    }
-
     /// The host's mutex `n`, recording its losses.
     fn mutex(
         &self,
@@ -103,7 +93,7 @@ impl ClientHost {
         driver: Arc<dyn Driver>,
         seed: u64,
     ) -> Result<Mutex, robit::BoxError> {
-        let (history, name) = (self.history.clone(), self.who(n));
+        let (history, name) = (self.history.clone(), self.client.mutex_name(n));
         let leases = Arc::clone(&self.leases);
         Ok(self
             .lock
@@ -129,7 +119,7 @@ impl ClientHost {
         rng: &mut StdRng,
         incarnation: u64,
     ) -> Result<(), robit::BoxError> {
-        let name = self.who(n);
+        let name = self.client.mutex_name(n);
         let name = name.as_str();
         if incarnation == 0 {
             self.sleep(self.client.start).await;
@@ -179,7 +169,7 @@ impl ClientHost {
         mutex: &Mutex,
         commands: &tokio::sync::Mutex<UnboundedReceiver<Command>>,
     ) -> Result<(), robit::BoxError> {
-        let name = self.who(0);
+        let name = self.client.mutex_name(0);
         let name = name.as_str();
         let mut commands = commands.lock().await;
         let mut held: Option<(Guard, u64, u64)> = None;
