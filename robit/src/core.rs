@@ -290,9 +290,10 @@ impl Core {
                 id: hold.id,
                 unreported_loss: None,
             });
-            match &slots.watchdog {
-                Some(running) if slots.seen == hold.id => running.wake(),
-                _ => {}
+            if let Some(running) = &slots.watchdog
+                && slots.seen == hold.id
+            {
+                running.wake();
             }
             drop(slots);
             let now = self.now();
