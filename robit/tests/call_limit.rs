@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::within;
 use robit::{
     Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, LockError, Mutex,
-    Renewal, TokioClock, UnlockError, Wait, async_trait,
+    MutexBuilder, Renewal, TokioClock, UnlockError, Wait, async_trait,
 };
 use tokio::time::Instant;
 
@@ -88,16 +88,15 @@ impl Lease for SlowLease {
     }
 }
 
-fn mutex(driver: Slow) -> Mutex {
+fn builder(driver: Slow) -> MutexBuilder {
     Mutex::builder("limited", driver)
         .ttl(TTL)
         .renew_timeout(RENEW_TIMEOUT)
-        .build()
-        .unwrap()
 }
 
-async fn timed_unlock(driver: Slow) -> (Result<(), UnlockError>, Duration) {
-    let mutex = mutex(driver);
+/// Locks, then unlocks and times the unlock.
+async fn timed_unlock(mutex: MutexBuilder) -> (Result<(), UnlockError>, Duration) {
+    let mutex = mutex.build().unwrap();
     let guard = mutex.lock().await.unwrap();
     let start = Instant::now();
     let result = within(LONG, "the unlock's end", guard.unlock()).await;
@@ -108,7 +107,7 @@ async fn timed_unlock(driver: Slow) -> (Result<(), UnlockError>, Duration) {
 async fn a_driver_that_promises_no_limit_has_its_calls_timed_by_the_mutex() {
     let mut driver = Slow::new(None);
     driver.release_takes = None;
-    let (result, took) = timed_unlock(driver).await;
+    let (result, took) = timed_unlock(builder(driver)).await;
     assert!(
         matches!(result, Err(UnlockError::Backend(DriverError::Timeout(limit))) if limit == RENEW_TIMEOUT),
         "{result:?}"
@@ -120,7 +119,7 @@ async fn a_driver_that_promises_no_limit_has_its_calls_timed_by_the_mutex() {
 async fn a_driver_limit_longer_than_the_mutex_timeout_leaves_the_timing_to_the_mutex() {
     let mut driver = Slow::new(Some(RENEW_TIMEOUT * 60));
     driver.release_takes = None;
-    let (result, took) = timed_unlock(driver).await;
+    let (result, took) = timed_unlock(builder(driver)).await;
     assert!(
         matches!(result, Err(UnlockError::Backend(DriverError::Timeout(_)))),
         "{result:?}"
@@ -134,7 +133,7 @@ async fn a_driver_that_promises_a_limit_within_the_mutex_timeout_is_trusted_to_k
     // mutex armed no timer of its own, so the unlock waits for the driver and succeeds.
     let mut driver = Slow::new(Some(RENEW_TIMEOUT / 2));
     driver.release_takes = Some(RENEW_TIMEOUT * 2);
-    let (result, took) = timed_unlock(driver).await;
+    let (result, took) = timed_unlock(builder(driver)).await;
     assert!(result.is_ok(), "{result:?}");
     assert_eq!(took, RENEW_TIMEOUT * 2);
 }
@@ -145,20 +144,13 @@ async fn a_mutex_with_a_clock_of_its_own_times_its_calls_itself() {
     // the mutex keeps its own timer, and the overlong release times out on it.
     let mut driver = Slow::new(Some(RENEW_TIMEOUT / 2));
     driver.release_takes = Some(RENEW_TIMEOUT * 2);
-    let mutex = Mutex::builder("limited", driver)
-        .ttl(TTL)
-        .renew_timeout(RENEW_TIMEOUT)
-        .clock(Arc::new(TokioClock))
-        .build()
-        .unwrap();
-    let guard = mutex.lock().await.unwrap();
-    let start = Instant::now();
-    let result = within(LONG, "the unlock's end", guard.unlock()).await;
+    let clocked = builder(driver).clock(Arc::new(TokioClock));
+    let (result, took) = timed_unlock(clocked).await;
     assert!(
         matches!(result, Err(UnlockError::Backend(DriverError::Timeout(limit))) if limit == RENEW_TIMEOUT),
         "{result:?}"
     );
-    assert_eq!(start.elapsed(), RENEW_TIMEOUT);
+    assert_eq!(took, RENEW_TIMEOUT);
 }
 
 #[tokio::test(start_paused = true)]
@@ -166,12 +158,7 @@ async fn a_lock_wait_shorter_than_the_driver_limit_still_ends_on_time() {
     let wait = Duration::from_millis(200);
     let mut driver = Slow::new(Some(RENEW_TIMEOUT / 2));
     driver.acquire_takes = None;
-    let mutex = Mutex::builder("limited", driver)
-        .ttl(TTL)
-        .renew_timeout(RENEW_TIMEOUT)
-        .wait(Wait::Timeout(wait))
-        .build()
-        .unwrap();
+    let mutex = builder(driver).wait(Wait::Timeout(wait)).build().unwrap();
     let start = Instant::now();
     let result = within(LONG, "the lock's end", mutex.lock()).await;
     assert!(
