@@ -289,15 +289,13 @@ async fn uncontended(server: &RedisServer) {
     let mut elapsed = [Duration::ZERO; 3];
     // Each round's cycles/s, per contender: the ratio is taken round by round.
     let mut rates: [Vec<f64>; 3] = Default::default();
-    let only = std::env::var("ROBIT_BENCH_ONLY").ok();
-    let only = only.as_deref();
     let before = round_trips.load(Ordering::Relaxed);
     // Many short interleaved rounds, the order rotating from round to round, so that
     // drift in the machine's load and any cost of going first or last hit all alike.
     for round in 0..ROUNDS {
         for turn in 0..3 {
             let contender = (round + turn) % 3;
-            if only.is_some_and(|only| only != CONTENDERS[contender]) {
+            if !runs(CONTENDERS[contender]) {
                 continue;
             }
             let start = Instant::now();
@@ -366,6 +364,11 @@ const ROUNDS: usize = 40;
 /// The uncontended phase's contenders, as `ROBIT_BENCH_ONLY` names them.
 const CONTENDERS: [&str; 3] = ["robit", "baseline", "lean"];
 
+/// Whether `contender` is to run: all of them, unless `ROBIT_BENCH_ONLY` names one.
+fn runs(contender: &str) -> bool {
+    std::env::var("ROBIT_BENCH_ONLY").map_or(true, |only| only == contender)
+}
+
 /// The quartiles of the round-by-round ratios `ours[i] / theirs[i]`.
 fn ratio_quartiles(ours: &[f64], theirs: &[f64]) -> (f64, f64, f64) {
     let mut ratios: Vec<f64> = ours.iter().zip(theirs).map(|(a, b)| a / b).collect();
@@ -391,6 +394,9 @@ async fn throughput(server: &RedisServer) {
         })
         .collect();
     let ours = || async {
+        if !runs("robit") {
+            return f64::NAN;
+        }
         let start = Instant::now();
         let tasks: Vec<_> = mutexes
             .iter()
@@ -409,6 +415,9 @@ async fn throughput(server: &RedisServer) {
         (TASKS * cycles) as f64 / start.elapsed().as_secs_f64()
     };
     let theirs = || async {
+        if !runs("baseline") {
+            return f64::NAN;
+        }
         let start = Instant::now();
         let tasks: Vec<_> = (0..TASKS)
             .map(|task| {
@@ -428,19 +437,6 @@ async fn throughput(server: &RedisServer) {
             task.await.unwrap();
         }
         (TASKS * cycles) as f64 / start.elapsed().as_secs_f64()
-    };
-    let only = std::env::var("ROBIT_BENCH_ONLY").ok();
-    let ours = || async {
-        match only.as_deref() {
-            Some(only) if only != "robit" => f64::NAN,
-            _ => ours().await,
-        }
-    };
-    let theirs = || async {
-        match only.as_deref() {
-            Some(only) if only != "baseline" => f64::NAN,
-            _ => theirs().await,
-        }
     };
     // A warm-up round, then rounds in alternating order.
     ours().await;
