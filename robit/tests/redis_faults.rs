@@ -199,8 +199,10 @@ async fn killed_connections_reconnect_and_a_valid_lease_is_kept() {
     );
     assert!(scene.losses().is_empty());
     // The waiter, whose subscription was killed too, still gets the lock on release.
-    scene.holder.unlock().await.unwrap();
+    // A holder stops believing when it lets go, not when the release is confirmed: the
+    // waiter can hold the lock before the holder's unlock() has returned.
     scene.beliefs.end("a");
+    scene.holder.unlock().await.unwrap();
     let (_, fence, _b) = within(LONG, "the waiter's acquire", scene.waiter)
         .await
         .unwrap();
@@ -226,8 +228,10 @@ async fn a_script_flush_is_handled_transparently() {
         .query_async(&mut admin)
         .await
         .unwrap();
-    scene.holder.unlock().await.unwrap();
+    // A holder stops believing when it lets go, not when the release is confirmed: the
+    // waiter can hold the lock before the holder's unlock() has returned.
     scene.beliefs.end("a");
+    scene.holder.unlock().await.unwrap();
     within(LONG, "the waiter's acquire", scene.waiter)
         .await
         .unwrap();
