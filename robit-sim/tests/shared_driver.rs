@@ -77,10 +77,11 @@ fn mutexes_sharing_a_driver_hand_the_lock_to_each_other_and_keep_every_promise()
     assert!(run.verdict.passed(), "{:?}", run.violations);
     let (acquired, within_host) = hand_offs(&run.history);
     assert!(acquired >= 500, "only {acquired} acquisitions");
-    // Most hand-offs inside a host are direct wakes (each can count twice: early, and
-    // again on the answer).
+    // Nearly every hand-off inside a host is a direct wake. (The second wake, on the
+    // release's answer, mostly finds the waiter's watch not yet registered, its claim in
+    // flight: it is kept for the watch, and not counted.)
     assert!(
-        wakes >= within_host,
+        wakes * 10 >= within_host * 9,
         "{wakes} direct wakes for {within_host} hand-offs inside a host"
     );
     // Three of a host's mutexes wait behind each grant: a good share of hand-offs stay

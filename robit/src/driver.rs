@@ -146,7 +146,9 @@ pub trait Driver: Send + Sync + 'static {
     /// to one queued waiter at a time wakes only that waiter (keyed on
     /// [`Waiter::id`](crate::Waiter::id)). Spurious completions are harmless (the waiter just tries again, no
     /// sooner than a millisecond after its last attempt); missed ones cost a poll
-    /// interval, never correctness.
+    /// interval, never correctness. Most attempts are granted and drop their watch
+    /// unpolled; a driver may register the watch when it is first polled instead, if it
+    /// keeps a release that comes before then for it (the Redis driver does).
     ///
     /// The default never completes: waiters poll with jittered backoff.
     fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {

@@ -56,6 +56,7 @@ mod keys;
 mod lease;
 mod notify;
 mod scripts;
+mod waiters;
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -66,39 +66,12 @@ impl fmt::Debug for ReleaseWatch {
     }
 }
 
-/// Watches keyed by what they wait for — a lock name, a waiter id — each completed by
-/// [`notify`](Self::notify) on its key. An entry lives while a watch on it does.
+/// Watches keyed by what they wait for (the local driver's lock names), each completed
+/// by [`notify`](Self::notify) on its key. An entry lives while a watch on it does.
 ///
-/// Shared by the drivers' release notifications. Keys are only ever looked up, never
-/// iterated, so hash order cannot reach behaviour.
-pub(crate) struct WatchRegistry<K, S = std::hash::RandomState> {
-    entries: std::sync::Mutex<std::collections::HashMap<K, Watchers, S>>,
-}
-
-/// Watches keyed by random 128-bit ids (the waiters the Redis driver wakes).
-pub(crate) type IdRegistry = WatchRegistry<u128, std::hash::BuildHasherDefault<IdHasher>>;
-
-/// Hashes a random id by folding it: the id is already uniformly random, and a waiter
-/// registers and unregisters on every `lock()`, so a keyed hash is work for nothing.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl std::hash::Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        // Not reached for u128 keys; fold anything else in rather than drop it.
-        for &byte in bytes {
-            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
-        }
-    }
-
-    fn write_u128(&mut self, id: u128) {
-        // Truncation intended: the two halves folded together.
-        self.0 ^= (id as u64) ^ ((id >> 64) as u64);
-    }
+/// Keys are only ever looked up, never iterated, so hash order cannot reach behaviour.
+pub(crate) struct WatchRegistry<K> {
+    entries: std::sync::Mutex<std::collections::HashMap<K, Watchers>>,
 }
 
 struct Watchers {
@@ -106,7 +79,7 @@ struct Watchers {
     count: usize,
 }
 
-impl<K, S: Default> Default for WatchRegistry<K, S> {
+impl<K> Default for WatchRegistry<K> {
     fn default() -> Self {
         Self {
             entries: std::sync::Mutex::default(),
@@ -114,12 +87,11 @@ impl<K, S: Default> Default for WatchRegistry<K, S> {
     }
 }
 
-impl<K, S> WatchRegistry<K, S>
+impl<K> WatchRegistry<K>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    S: std::hash::BuildHasher + Send + Sync + 'static,
 {
-    fn entries(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<K, Watchers, S>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<K, Watchers>> {
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -165,19 +137,17 @@ where
 }
 
 /// Drops one watch's share of its key's entry.
-struct Unwatch<K, S>
+struct Unwatch<K>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    S: std::hash::BuildHasher + Send + Sync + 'static,
 {
-    registry: std::sync::Arc<WatchRegistry<K, S>>,
+    registry: std::sync::Arc<WatchRegistry<K>>,
     key: Option<K>,
 }
 
-impl<K, S> Drop for Unwatch<K, S>
+impl<K> Drop for Unwatch<K>
 where
     K: std::hash::Hash + Eq + Clone + Send + Sync + 'static,
-    S: std::hash::BuildHasher + Send + Sync + 'static,
 {
     fn drop(&mut self) {
         let Some(key) = self.key.take() else { return };

@@ -3,7 +3,8 @@
 //! A release (or withdrawal, or the expiry of a holder with waiters) reserves the lock
 //! for the longest-waiting waiter and publishes that waiter's id on the namespace's
 //! channel. The driver keeps one subscription to it — not one per waiter — and wakes the
-//! waiter with that id, if it is one of its own. A lost message (the subscription
+//! waiter with that id, if it is one of its own (keeping the wake for it if its watch
+//! has not registered yet: see `waiters`). A lost message (the subscription
 //! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
 //!
 //! A release or withdrawal made through this driver does not wait for its own
@@ -21,8 +22,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Connector;
 use super::answers::{Freed, parse_waiter};
+use super::waiters::Waiters;
 use crate::ReleaseWatch;
-use crate::watch::IdRegistry;
 
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -33,14 +34,14 @@ const PING_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Default)]
 pub(super) struct Dispatcher {
-    waiters: Arc<IdRegistry>,
+    waiters: Arc<Waiters>,
     started: AtomicBool,
     stop: CancellationToken,
 }
 
 impl Dispatcher {
-    /// A watch completed by the next hand-off to `waiter`. Starts the subscription on
-    /// first use.
+    /// A watch completed by the next hand-off to `waiter` (or one since its last watch
+    /// ended; see [`Waiters`]). Starts the subscription on first use.
     pub(super) fn watch<C: Connector>(
         self: &Arc<Self>,
         waiter: u128,
@@ -54,7 +55,7 @@ impl Dispatcher {
 
     fn deliver(&self, payload: &[u8]) {
         if let Some(waiter) = parse_waiter(payload) {
-            self.waiters.notify(&waiter);
+            self.waiters.wake(waiter);
         }
     }
 
@@ -86,7 +87,7 @@ impl Dispatcher {
         let answer = std::future::poll_fn(|cx| {
             let poll = call.as_mut().poll(cx);
             if let Some(waiter) = next.take() {
-                if poll.is_pending() && self.waiters.notify(&waiter) {
+                if poll.is_pending() && self.waiters.wake(waiter) {
                     tracing::trace!(target: "robit", waiter, "woke the next in line as the release went out");
                     woken = Some(waiter);
                 }
@@ -95,7 +96,7 @@ impl Dispatcher {
         })
         .await;
         if let Ok(Freed::ReservedFor(Some(waiter))) = answer {
-            if self.waiters.notify(&waiter) {
+            if self.waiters.wake(waiter) {
                 tracing::trace!(target: "robit", waiter, "woke the waiter the lock was handed to");
                 if woken != Some(waiter) {
                     tokio::task::yield_now().await;
@@ -106,7 +107,7 @@ impl Dispatcher {
     }
 
     fn start<C: Connector>(self: &Arc<Self>, connector: &Arc<C>, channel: &str, limit: Duration) {
-        if self.started.swap(true, Ordering::AcqRel) {
+        if self.started.load(Ordering::Acquire) || self.started.swap(true, Ordering::AcqRel) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
