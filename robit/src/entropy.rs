@@ -33,6 +33,15 @@ pub trait Entropy: Send + Sync + Debug + 'static {
     /// The next 64 random bits.
     fn next_u64(&self) -> u64;
 
+    /// The next 128 random bits: by default two draws of [`next_u64`](Self::next_u64),
+    /// the first giving the high half. Every `lock()` draws two of these (its owner
+    /// token and its waiter id); a source behind a lock overrides this to take its lock
+    /// once, drawing the same two values in the same order.
+    fn next_u128(&self) -> u128 {
+        let high = u128::from(self.next_u64());
+        (high << 64) | u128::from(self.next_u64())
+    }
+
     /// A value drawn uniformly from `0..=max`; used for full-jitter backoff.
     fn below_or_equal(&self, max: u64) -> u64 {
         match max {
@@ -98,6 +107,10 @@ impl Entropy for OsEntropy {
     fn next_u64(&self) -> u64 {
         self.rng.next_u64()
     }
+
+    fn next_u128(&self) -> u128 {
+        self.rng.next_u128()
+    }
 }
 
 fn fallback_u64(salt: usize) -> u64 {
@@ -142,6 +155,10 @@ impl Entropy for SeededEntropy {
     fn next_u64(&self) -> u64 {
         self.rng.next_u64()
     }
+
+    fn next_u128(&self) -> u128 {
+        self.rng.next_u128()
+    }
 }
 
 /// A generator behind a lock, shared by the entropy sources.
@@ -152,10 +169,48 @@ impl LockedRng {
         Self(Mutex::new(rng))
     }
 
-    fn next_u64(&self) -> u64 {
+    fn rng(&self) -> std::sync::MutexGuard<'_, StdRng> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .next_u64()
+    }
+
+    fn next_u64(&self) -> u64 {
+        self.rng().next_u64()
+    }
+
+    fn next_u128(&self) -> u128 {
+        let mut rng = self.rng();
+        let high = u128::from(rng.next_u64());
+        (high << 64) | u128::from(rng.next_u64())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trait's default `next_u128`, for a source that only has `next_u64`.
+    #[derive(Debug)]
+    struct Unlocked(SeededEntropy);
+
+    impl Entropy for Unlocked {
+        fn next_u64(&self) -> u64 {
+            self.0.next_u64()
+        }
+    }
+
+    #[test]
+    fn drawing_128_bits_under_one_lock_gives_the_same_sequence_as_two_draws() {
+        let once = SeededEntropy::new(7);
+        let twice = Unlocked(SeededEntropy::new(7));
+        for _ in 0..4 {
+            assert_eq!(once.next_u128(), twice.next_u128());
+        }
+        assert_eq!(
+            once.next_u64(),
+            twice.next_u64(),
+            "the sequences drifted apart"
+        );
     }
 }

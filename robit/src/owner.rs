@@ -30,9 +30,7 @@ pub struct OwnerToken(u128);
 impl OwnerToken {
     /// Draws a token from `entropy`.
     pub fn generate(entropy: &dyn Entropy) -> Self {
-        let high = u128::from(entropy.next_u64());
-        let low = u128::from(entropy.next_u64());
-        Self((high << 64) | low)
+        Self(entropy.next_u128())
     }
 
     /// Wraps a known value, for drivers that read a token back from their backend.
