@@ -135,7 +135,10 @@ async fn attempts(
         } else {
             ReleaseWatch::never()
         };
-        let sent = clock.now();
+        // The first attempt goes out straight after `lock()` began: the reading taken
+        // then serves as its send time (earlier than the send, so it only shortens the
+        // validity it counts from), and saves a clock reading per uncontended lock.
+        let sent = if attempt == 0 { started } else { clock.now() };
         // An attempt may take the renew timeout, but never past the end of the wait.
         let limit = give_up_at.map_or(config.renew_timeout, |at| {
             config
