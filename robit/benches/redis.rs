@@ -146,7 +146,6 @@ struct Baseline {
 
 impl Baseline {
     async fn new(server: &RedisServer) -> Self {
-        let client = redis::Client::open(server.url()).unwrap();
         Self {
             acquire: Script::new(&format!(
                 "{}{}",
@@ -158,8 +157,13 @@ impl Baseline {
                 include_str!("../src/redis/scripts/handoff.lua"),
                 include_str!("../src/redis/scripts/release.lua")
             )),
-            connection: ConnectionManager::new(client).await.unwrap(),
+            connection: Self::connect(server).await,
         }
+    }
+
+    async fn connect(server: &RedisServer) -> ConnectionManager {
+        let client = redis::Client::open(server.url()).unwrap();
+        ConnectionManager::new(client).await.unwrap()
     }
 
     async fn cycle(&self, connection: &mut ConnectionManager, name: &str, who: &Caller) {
@@ -277,42 +281,50 @@ async fn uncontended(server: &RedisServer) {
     let mutex = Mutex::builder("solo", driver).build().unwrap();
     let baseline = Baseline::new(server).await;
     let lean = LeanBaseline::new(&baseline, "solo-lean");
+    // A connection each, as robit's driver has its own, so that every contender's
+    // connection sits idle while the others take their turns.
     let mut connection = baseline.connection.clone();
+    let mut lean_connection = Baseline::connect(server).await;
     let who = Caller::new(1);
     // Warm up all three (connections, script cache).
     for _ in 0..200 {
         mutex.lock().await.unwrap().unlock().await.unwrap();
         baseline.cycle(&mut connection, "solo-baseline", &who).await;
-        lean.cycle(&mut connection, &who).await;
+        lean.cycle(&mut lean_connection, &who).await;
     }
     let mut samples: [Vec<Duration>; 3] = Default::default();
     let mut elapsed = [Duration::ZERO; 3];
     // Each round's cycles/s, per contender: the ratio is taken round by round.
     let mut rates: [Vec<f64>; 3] = Default::default();
     let before = round_trips.load(Ordering::Relaxed);
-    // Many short interleaved rounds, the order rotating from round to round, so that
-    // drift in the machine's load and any cost of going first or last hit all alike.
+    // Many short rounds. Inside a round the contenders take turns cycle by cycle, the
+    // order rotating, so that drift in the machine's load — which moves a round's rate
+    // by several percent here — and any cost of going first or last hit all alike.
+    let active = CONTENDERS.map(runs);
     for round in 0..ROUNDS {
-        for turn in 0..3 {
-            let contender = (round + turn) % 3;
-            if !runs(CONTENDERS[contender]) {
-                continue;
-            }
-            let start = Instant::now();
-            for _ in 0..scaled(250) {
+        let mut took = [Duration::ZERO; 3];
+        for cycle in 0..scaled(250) {
+            for turn in 0..3 {
+                let contender = (round + cycle + turn) % 3;
+                if !active[contender] {
+                    continue;
+                }
                 let t = Instant::now();
                 match contender {
                     0 => mutex.lock().await.unwrap().unlock().await.unwrap(),
                     1 => {
                         baseline.cycle(&mut connection, "solo-baseline", &who).await;
                     }
-                    _ => lean.cycle(&mut connection, &who).await,
+                    _ => lean.cycle(&mut lean_connection, &who).await,
                 }
-                samples[contender].push(t.elapsed());
+                let t = t.elapsed();
+                samples[contender].push(t);
+                took[contender] += t;
             }
-            let took = start.elapsed();
-            elapsed[contender] += took;
-            rates[contender].push(scaled(250) as f64 / took.as_secs_f64());
+        }
+        for contender in (0..3).filter(|&contender| active[contender]) {
+            elapsed[contender] += took[contender];
+            rates[contender].push(scaled(250) as f64 / took[contender].as_secs_f64());
         }
     }
     let trips = round_trips.load(Ordering::Relaxed) - before;
