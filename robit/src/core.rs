@@ -32,8 +32,15 @@ struct Slots {
     /// The mutex's watchdog task, once a hold has started it.
     watchdog: Option<watchdog::Running>,
     /// The id of the last hold the watchdog has seen (0: none). A hold that ends before
-    /// its watchdog saw it needs no second wake: the wake that started it is pending.
+    /// its watchdog saw it needs no wake at its end: the watchdog has yet to look.
     seen: u64,
+    /// When the watchdog, idle, looks at the mutex again by itself (`None`: only when
+    /// woken). A hold whose first renew is due no sooner needs no wake at its start.
+    idle_until: Option<Instant>,
+    /// `next_hold` when the watchdog last went idle: unchanged at its next look, the
+    /// mutex went unused for a whole renew period, and the watchdog stops looking by
+    /// itself until it is woken again.
+    holds_at_idle: u64,
     /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
     /// for the watchdog to release them.
     to_release: Vec<Arc<dyn Lease>>,
@@ -118,6 +125,8 @@ impl Core {
                 last: None,
                 watchdog: None,
                 seen: 0,
+                idle_until: None,
+                holds_at_idle: 0,
                 to_release: Vec::new(),
                 closed: false,
             }),
@@ -167,6 +176,7 @@ impl Core {
     ) -> Installed {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
         let fence = lease.fence();
+        let lease_signals_loss = lease.signals_loss();
         let lost = CancellationToken::new();
         let mut slots = self.slots();
         slots.state = State::Held(Hold {
@@ -178,8 +188,19 @@ impl Core {
             deadline,
             lost: lost.clone(),
         });
+        // The watchdog need not look at once if it will look by itself before the first
+        // renew is due, and the lease has no loss signal of its own to listen to: a
+        // short hold then ends without the watchdog ever running (see `Duty`).
+        let looks_in_time = !lease_signals_loss
+            && slots
+                .idle_until
+                .is_some_and(|until| sent.checked_add(self.config.renew_period) >= Some(until));
         match &slots.watchdog {
-            Some(running) if running.serves(runtime) => running.wake(),
+            Some(running) if running.serves(runtime) => {
+                if !looks_in_time {
+                    running.wake();
+                }
+            }
             _ => {
                 if let Some(stale) = slots.watchdog.take() {
                     stale.stop();
@@ -208,13 +229,33 @@ impl Core {
             }),
             State::Idle | State::Acquiring => None,
         };
-        if let Some(hold) = &hold {
-            slots.seen = hold.id;
-        }
+        slots.idle_until = match &hold {
+            Some(hold) => {
+                slots.seen = hold.id;
+                None
+            }
+            None => {
+                // Idle: look again a renew period from now, unless this look is that
+                // of a period in which no hold started. A mutex used again and again
+                // then never has to wake its watchdog for a short hold, and one left
+                // unused costs its watchdog one look, not one per period.
+                let now = self.now();
+                let holds = self.next_hold.load(Ordering::Relaxed);
+                let unused = slots.holds_at_idle == holds
+                    && slots.idle_until.is_some_and(|until| now >= until);
+                slots.holds_at_idle = holds;
+                if unused {
+                    None
+                } else {
+                    now.checked_add(self.config.renew_period)
+                }
+            }
+        };
         Duty {
             to_release: std::mem::take(&mut slots.to_release),
             exit: slots.closed,
             hold,
+            idle_until: slots.idle_until,
         }
     }
 

@@ -78,4 +78,17 @@ pub trait Lease: Send + Sync + 'static {
     async fn lost(&self) {
         std::future::pending::<()>().await;
     }
+
+    /// Whether [`lost`](Lease::lost) can ever complete. Return `false` if it never
+    /// does (the default `lost` never does, but this defaults to `true` so that a
+    /// driver that overrides `lost` alone keeps its fast path).
+    ///
+    /// Why it matters: the Mutex's watchdog listens to `lost` from the moment a hold
+    /// starts, which means running the watchdog at every acquire. With no signal to
+    /// listen to, the watchdog need only take the hold up before its first renew is
+    /// due, and a hold shorter than that never runs it — on a fast backend, a
+    /// measurable part of an uncontended lock + unlock.
+    fn signals_loss(&self) -> bool {
+        true
+    }
 }

@@ -8,7 +8,7 @@ use futures_util::task::AtomicWaker;
 
 /// Wakes one task, and keeps a wake that comes while the task is busy for when it next
 /// waits (like a `tokio::sync::Notify` with one permit). The mutex wakes its watchdog at
-/// the start of every hold, and at the end of every hold the watchdog has seen; with a
+/// the start of a hold it must look at, and at the end of every hold it has seen; with a
 /// single waiter, a flag and an atomic waker do that for a fraction of the cost of
 /// `Notify`'s locked list of waiters.
 #[derive(Default)]

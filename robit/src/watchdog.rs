@@ -13,11 +13,11 @@
 //! is `send time + TTL × (1 − drift) − margin` and the backend keeps the grant until at
 //! least `send time + TTL`.
 //!
-//! The mutex wakes it whenever a hold starts, when a hold it has seen ends (one that
-//! ends before it looked needs no wake: the one that announced it is still pending),
-//! when a dropped hold leaves a lease to release, and when the last of the mutex and
-//! its guards is gone; it exits then, after handing any lease still to be released to a
-//! release task of its own.
+//! The mutex wakes it when a hold starts (unless it will look in time by itself: see
+//! [`Duty::idle_until`]), when a hold it has seen ends (one that ends before it looked
+//! needs no wake), when a dropped hold leaves a lease to release, and when the last of
+//! the mutex and its guards is gone; it exits then, after handing any lease still to be
+//! released to a release task of its own.
 
 use std::pin::pin;
 use std::sync::Arc;
@@ -81,6 +81,11 @@ pub(crate) struct Duty {
     pub(crate) exit: bool,
     /// The current hold, if any.
     pub(crate) hold: Option<Watched>,
+    /// With no hold: when to look again unasked. The mutex does not wake the watchdog
+    /// for a hold whose first renew is due no sooner (unless its lease has a loss signal
+    /// of its own), so a short hold costs the watchdog nothing; the watchdog takes a
+    /// longer one up by then, in time for its first renew.
+    pub(crate) idle_until: Option<Instant>,
 }
 
 /// A hold, as the watchdog needs it.
@@ -92,15 +97,16 @@ pub(crate) struct Watched {
 }
 
 /// Looks at the mutex: starts the releases it was handed, and says whether to keep
-/// watching hold `id` (`None`: whether to keep running at all) and which hold is current.
-fn review(core: &Arc<Core>, id: Option<u64>) -> (bool, Option<Watched>) {
+/// watching hold `id` (`None`: whether to keep running at all), which hold is current,
+/// and, with none, when to look again unasked.
+fn review(core: &Arc<Core>, id: Option<u64>) -> (bool, Option<Watched>, Option<Instant>) {
     let duty = core.duty();
     for lease in duty.to_release {
         tokio::spawn(release(Arc::clone(core), lease));
     }
     let keep =
         !duty.exit && id.is_none_or(|id| duty.hold.as_ref().is_some_and(|hold| hold.id == id));
-    (keep, duty.hold)
+    (keep, duty.hold, duty.idle_until)
 }
 
 async fn run(core: Arc<Core>, wake: Arc<Wake>) {
@@ -108,7 +114,7 @@ async fn run(core: Arc<Core>, wake: Arc<Wake>) {
     // is still installed (a loss the mutex declined to signal).
     let mut watched = None;
     loop {
-        let (keep, hold) = review(&core, None);
+        let (keep, hold, idle_until) = review(&core, None);
         if !keep {
             return;
         }
@@ -124,7 +130,16 @@ async fn run(core: Arc<Core>, wake: Arc<Wake>) {
                     watch(&core, &wake, hold).instrument(span).await;
                 }
             }
-            None => wake.woken().await,
+            None => match idle_until {
+                Some(until) => {
+                    tokio::select! {
+                        biased;
+                        () = wake.woken() => {}
+                        () = core.config.clock.sleep_until(until) => {}
+                    }
+                }
+                None => wake.woken().await,
+            },
         }
     }
 }

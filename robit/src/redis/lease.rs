@@ -28,6 +28,11 @@ impl<C: Connector> Lease for RedisLease<C> {
         self.fence
     }
 
+    /// Redis tells nobody when a key goes: a loss shows in a renew's answer.
+    fn signals_loss(&self) -> bool {
+        false
+    }
+
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let settings = &self.inner.settings;
         let mut call = ScriptCall::new(&RENEW, 1, 2, settings.call_bytes(&self.name));

@@ -258,6 +258,10 @@ impl Lease for FaultyLease {
     async fn lost(&self) {
         self.inner.lost().await;
     }
+
+    fn signals_loss(&self) -> bool {
+        self.inner.signals_loss()
+    }
 }
 
 /// Records every loss event with the instant it was signalled.

@@ -1,0 +1,226 @@
+//! When the watchdog runs. Over a lease with no loss signal of its own (Redis's), a
+//! mutex in steady use does not wake its watchdog at the start of a hold: the watchdog
+//! looks by itself once a renew period, which is before any new hold's first renew is
+//! due. A short hold then costs no watchdog run; a long one is renewed on time.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use robit::{
+    Acquire, AcquireRequest, Clock, Driver, DriverError, FenceToken, Lease, LocalDriver, Mutex,
+    ReleaseWatch, Renewal,
+};
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(3);
+/// The default renew period: a third of the TTL.
+const PERIOD: Duration = Duration::from_secs(1);
+
+/// The local driver, its leases saying they have no loss signal, as Redis's do.
+#[derive(Debug, Clone)]
+struct Silent {
+    local: LocalDriver,
+    renews: Arc<AtomicUsize>,
+}
+
+struct SilentLease {
+    inner: Arc<dyn Lease>,
+    renews: Arc<AtomicUsize>,
+}
+
+#[robit::async_trait]
+impl Driver for Silent {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        Ok(match self.local.acquire(request).await? {
+            Acquire::Granted(inner) => Acquire::Granted(Arc::new(SilentLease {
+                inner,
+                renews: Arc::clone(&self.renews),
+            })),
+            held => held,
+        })
+    }
+
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        self.local.watch_release(request)
+    }
+}
+
+#[robit::async_trait]
+impl Lease for SilentLease {
+    fn fence(&self) -> FenceToken {
+        self.inner.fence()
+    }
+
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+        self.renews.fetch_add(1, Ordering::SeqCst);
+        self.inner.renew(ttl).await
+    }
+
+    async fn release(&self) -> Result<(), DriverError> {
+        self.inner.release().await
+    }
+
+    fn signals_loss(&self) -> bool {
+        false
+    }
+}
+
+/// tokio's time, counting the sleeps that were waited on. With a driver that answers at
+/// once, only the watchdog's own timer — armed each time it goes idle or watches a hold
+/// — is ever polled, so the count says how often the watchdog ran.
+#[derive(Debug, Default)]
+struct CountingClock {
+    sleeps: AtomicUsize,
+}
+
+#[robit::async_trait]
+impl Clock for CountingClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    async fn sleep_until(&self, deadline: Instant) {
+        self.sleeps.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep_until(deadline).await;
+    }
+}
+
+struct Fixture {
+    mutex: Mutex,
+    clock: Arc<CountingClock>,
+    renews: Arc<AtomicUsize>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        let clock = Arc::new(CountingClock::default());
+        let renews = Arc::new(AtomicUsize::new(0));
+        let driver = Silent {
+            local: LocalDriver::new(),
+            renews: Arc::clone(&renews),
+        };
+        let mutex = Mutex::builder("watched", driver)
+            .ttl(TTL)
+            .clock(Arc::clone(&clock) as Arc<dyn Clock>)
+            .build()
+            .unwrap();
+        Self {
+            mutex,
+            clock,
+            renews,
+        }
+    }
+
+    fn watchdog_runs(&self) -> usize {
+        self.clock.sleeps.load(Ordering::SeqCst)
+    }
+
+    fn renews(&self) -> usize {
+        self.renews.load(Ordering::SeqCst)
+    }
+
+    /// One hold the watchdog takes up, so that it is running and idle afterwards.
+    async fn start_watchdog(&self) {
+        let guard = self.mutex.lock().await.unwrap();
+        settle().await;
+        guard.unlock().await.unwrap();
+        settle().await;
+    }
+}
+
+/// Lets every task that is ready run.
+async fn settle() {
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn short_holds_over_a_lease_without_a_loss_signal_never_run_the_watchdog() {
+    let fixture = Fixture::new();
+    fixture.start_watchdog().await;
+    let runs = fixture.watchdog_runs();
+    assert!(runs > 0, "the watchdog never ran");
+    for _ in 0..100 {
+        let guard = fixture.mutex.lock().await.unwrap();
+        settle().await;
+        guard.unlock().await.unwrap();
+        settle().await;
+    }
+    assert_eq!(
+        fixture.watchdog_runs(),
+        runs,
+        "the watchdog ran for short holds"
+    );
+    assert_eq!(fixture.mutex.stats().acquired, 101);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_long_hold_the_watchdog_was_not_woken_for_is_renewed_on_time() {
+    let fixture = Fixture::new();
+    fixture.start_watchdog().await;
+    // Half a period into the watchdog's idle wait: it looks by itself in half a period,
+    // before this hold's first renew is due.
+    tokio::time::sleep(PERIOD / 2).await;
+    let runs = fixture.watchdog_runs();
+    let guard = fixture.mutex.lock().await.unwrap();
+    let sent = Instant::now();
+    settle().await;
+    assert_eq!(
+        fixture.watchdog_runs(),
+        runs,
+        "woken at the start of the hold"
+    );
+
+    tokio::time::sleep_until(sent + PERIOD - Duration::from_millis(1)).await;
+    assert_eq!(fixture.renews(), 0, "renewed early");
+    tokio::time::sleep_until(sent + PERIOD + Duration::from_millis(1)).await;
+    assert_eq!(fixture.renews(), 1, "the first renew is late");
+    tokio::time::sleep(TTL * 4).await;
+    assert!(guard.is_held());
+    assert!(fixture.renews() >= 12, "{:?}", fixture.mutex.stats());
+    assert_eq!(fixture.mutex.stats().lost, 0);
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutex_left_unused_stops_running_its_watchdog_and_still_renews_its_next_hold() {
+    let fixture = Fixture::new();
+    fixture.start_watchdog().await;
+    let runs = fixture.watchdog_runs();
+    tokio::time::sleep(PERIOD * 20).await;
+    // It looks once, a period after the last hold, finds that none started in that
+    // period, and waits to be woken from then on: no timer armed again.
+    assert_eq!(
+        fixture.watchdog_runs(),
+        runs,
+        "the idle watchdog kept ticking: {} timers over 20 periods",
+        fixture.watchdog_runs() - runs
+    );
+
+    // Woken again by the next hold, which it renews on time.
+    let guard = fixture.mutex.lock().await.unwrap();
+    let sent = Instant::now();
+    tokio::time::sleep_until(sent + PERIOD + Duration::from_millis(1)).await;
+    assert_eq!(fixture.renews(), 1);
+    tokio::time::sleep(TTL * 4).await;
+    assert!(guard.is_held());
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_started_while_the_watchdog_was_busy_is_taken_up_at_once() {
+    let fixture = Fixture::new();
+    // The watchdog looks at a hold the moment it starts; while it watches, the next
+    // hold starts just after an unlock, before the watchdog has gone idle.
+    let guard = fixture.mutex.lock().await.unwrap();
+    settle().await;
+    guard.unlock().await.unwrap();
+    let guard = fixture.mutex.lock().await.unwrap();
+    let sent = Instant::now();
+    tokio::time::sleep_until(sent + PERIOD + Duration::from_millis(1)).await;
+    assert_eq!(fixture.renews(), 1, "the first renew is late");
+    assert!(guard.is_held());
+    guard.unlock().await.unwrap();
+}
