@@ -185,7 +185,7 @@ async fn a_long_hold_the_watchdog_was_not_woken_for_is_renewed_on_time() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_mutex_left_unused_stops_running_its_watchdog_and_still_renews_its_next_hold() {
+async fn an_unused_mutex_s_watchdog_arms_no_timer_per_period_and_still_renews_its_next_hold() {
     let fixture = Fixture::new();
     fixture.start_watchdog().await;
     let runs = fixture.watchdog_runs();
@@ -210,10 +210,10 @@ async fn a_mutex_left_unused_stops_running_its_watchdog_and_still_renews_its_nex
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_hold_started_while_the_watchdog_was_busy_is_taken_up_at_once() {
+async fn a_hold_started_right_after_an_unlock_the_watchdog_saw_is_renewed_on_time() {
     let fixture = Fixture::new();
-    // The watchdog looks at a hold the moment it starts; while it watches, the next
-    // hold starts just after an unlock, before the watchdog has gone idle.
+    // The watchdog watches the first hold; the next starts just after its unlock,
+    // before the watchdog has looked again (the unlock's wake is still pending).
     let guard = fixture.mutex.lock().await.unwrap();
     settle().await;
     guard.unlock().await.unwrap();
