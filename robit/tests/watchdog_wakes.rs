@@ -3,10 +3,13 @@
 //! looks by itself once a renew period, which is before any new hold's first renew is
 //! due. A short hold then costs no watchdog run; a long one is renewed on time.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use common::settle;
 use robit::{
     Acquire, AcquireRequest, Clock, Driver, DriverError, FenceToken, Lease, LocalDriver, Mutex,
     ReleaseWatch, Renewal,
@@ -126,13 +129,6 @@ impl Fixture {
         settle().await;
         guard.unlock().await.unwrap();
         settle().await;
-    }
-}
-
-/// Lets every task that is ready run.
-async fn settle() {
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
     }
 }
 
