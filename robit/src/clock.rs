@@ -23,6 +23,9 @@ use tokio::time::Instant;
 ///   It may return later (a paused process, a coarse timer); robit's safety margin absorbs
 ///   small lateness, and the renew deadline logic re-reads `now` after every wake-up.
 ///
+/// robit never reads a clock while it holds a mutex's internal lock, so a clock may itself
+/// look at the mutex (its [`fence`](crate::Mutex::fence), say) without deadlocking.
+///
 /// # Example
 ///
 /// A clock that runs at half speed relative to tokio's time (the simulator's drifting

@@ -219,6 +219,9 @@ impl Core {
     /// What the watchdog is to do now: it hands over the leases waiting to be released,
     /// says whether the watchdog should exit, and shows the current hold.
     pub(crate) fn duty(&self) -> Duty {
+        // Read before taking the lock: the clock may be the user's, and nothing it does
+        // (a look at this mutex, say) must run under the mutex's own lock.
+        let now = self.now();
         let mut slots = self.slots();
         let hold = match &slots.state {
             State::Held(hold) => Some(Watched {
@@ -239,7 +242,6 @@ impl Core {
                 // of a period in which no hold started. A mutex used again and again
                 // then never has to wake its watchdog for a short hold, and one left
                 // unused costs its watchdog one look, not one per period.
-                let now = self.now();
                 let holds = self.next_hold.load(Ordering::Relaxed);
                 let unused = slots.holds_at_idle == holds
                     && slots.idle_until.is_some_and(|until| now >= until);

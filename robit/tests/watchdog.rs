@@ -249,3 +249,62 @@ fn many_tasks_on_many_threads_never_overlap_and_leave_no_task_behind() {
         assert_eq!(alive_tasks(), 0, "tasks outlived their mutexes");
     });
 }
+
+/// tokio's time, looking at a mutex each time it is read, as a user's clock might (to
+/// log the current fencing token alongside the time, say).
+#[derive(Debug, Default)]
+struct LookingClock {
+    mutex: std::sync::OnceLock<std::sync::Weak<Mutex>>,
+    looks: std::sync::atomic::AtomicUsize,
+}
+
+#[robit::async_trait]
+impl robit::Clock for LookingClock {
+    fn now(&self) -> tokio::time::Instant {
+        if let Some(mutex) = self.mutex.get().and_then(std::sync::Weak::upgrade) {
+            let _ = mutex.fence();
+            self.looks.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        tokio::time::Instant::now()
+    }
+
+    async fn sleep_until(&self, deadline: tokio::time::Instant) {
+        tokio::time::sleep_until(deadline).await;
+    }
+}
+
+#[test]
+fn a_clock_that_looks_at_the_mutex_is_never_read_under_the_mutexs_lock() {
+    let (done, finished) = std::sync::mpsc::channel();
+    // A clock read under the mutex's lock would deadlock this thread; the test thread
+    // only waits for it to report, so that such a bug fails the test instead of hanging.
+    std::thread::spawn(move || {
+        let runtime = paused_runtime();
+        let looks = runtime.block_on(async {
+            let clock = std::sync::Arc::new(LookingClock::default());
+            let mutex = std::sync::Arc::new(
+                Mutex::builder("looked-at", LocalDriver::new())
+                    .ttl(TTL)
+                    .clock(std::sync::Arc::clone(&clock) as std::sync::Arc<dyn robit::Clock>)
+                    .build()
+                    .unwrap(),
+            );
+            clock.mutex.set(std::sync::Arc::downgrade(&mutex)).unwrap();
+            for _ in 0..3 {
+                // Held through renews, then idle: the watchdog looks at the mutex both
+                // with a hold and without one.
+                let guard = mutex.lock().await.unwrap();
+                tokio::time::sleep(TTL * 2).await;
+                guard.unlock().await.unwrap();
+                tokio::time::sleep(TTL * 2).await;
+            }
+            assert!(mutex.stats().renew_success >= 9, "{:?}", mutex.stats());
+            clock.looks.load(std::sync::atomic::Ordering::SeqCst)
+        });
+        let _ = done.send(looks);
+    });
+    let looks = finished
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the mutex deadlocked reading its clock under its own lock");
+    assert!(looks > 0, "the clock never looked at the mutex");
+}
