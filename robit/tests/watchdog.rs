@@ -1,8 +1,11 @@
 //! The watchdog's life: one task per mutex, on a runtime that is running, gone with the
 //! mutex.
 
+mod common;
+
 use std::time::Duration;
 
+use common::settle;
 use robit::{LocalDriver, LockError, Mutex};
 use tokio::runtime::{Builder, Runtime};
 
@@ -27,13 +30,6 @@ fn alive_tasks() -> usize {
     tokio::runtime::Handle::current()
         .metrics()
         .num_alive_tasks()
-}
-
-/// Lets every task that is ready run.
-async fn settle() {
-    for _ in 0..10 {
-        tokio::task::yield_now().await;
-    }
 }
 
 #[tokio::test(start_paused = true)]
