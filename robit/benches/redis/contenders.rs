@@ -6,22 +6,34 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
-use redis::{Cmd, Pipeline, RedisFuture, Script, Value};
+use redis::{Cmd, Pipeline, RedisFuture, Script, ToRedisArgs, Value};
 use robit::redis::{Connector, DEFAULT_COMMAND_TIMEOUT, RedisDriver, UrlConnector};
 
+use crate::segments::note;
 use crate::support::RedisServer;
 
-/// A connection that counts its round trips.
+/// A connection that counts its round trips and, for the segments phase, notes when
+/// each command is handed to it and when its answer is back.
 #[derive(Clone)]
 pub(crate) struct Counted {
     pub(crate) inner: ConnectionManager,
     pub(crate) round_trips: Arc<AtomicU64>,
+    pub(crate) notes: bool,
 }
 
 impl ConnectionLike for Counted {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        self.inner.req_packed_command(cmd)
+        if !self.notes {
+            return self.inner.req_packed_command(cmd);
+        }
+        note();
+        let answer = self.inner.req_packed_command(cmd);
+        Box::pin(async move {
+            let answer = answer.await;
+            note();
+            answer
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -42,6 +54,7 @@ impl ConnectionLike for Counted {
 pub(crate) struct CountingConnector {
     url: UrlConnector,
     round_trips: Arc<AtomicU64>,
+    notes: bool,
 }
 
 #[robit::async_trait]
@@ -52,6 +65,7 @@ impl Connector for CountingConnector {
         Ok(Counted {
             inner: self.url.connect().await?,
             round_trips: Arc::clone(&self.round_trips),
+            notes: self.notes,
         })
     }
 
@@ -84,9 +98,19 @@ pub(crate) fn robit_driver(
     server: &RedisServer,
     round_trips: &Arc<AtomicU64>,
 ) -> RedisDriver<CountingConnector> {
+    robit_driver_noting(server, round_trips, false)
+}
+
+/// robit's driver, its connection counting round trips and, if `notes`, noting them.
+pub(crate) fn robit_driver_noting(
+    server: &RedisServer,
+    round_trips: &Arc<AtomicU64>,
+    notes: bool,
+) -> RedisDriver<CountingConnector> {
     let connector = CountingConnector {
         url: UrlConnector::new(&server.url()).unwrap(),
         round_trips: Arc::clone(round_trips),
+        notes,
     };
     RedisDriver::with_connector(connector)
         .quarantine(Duration::ZERO)
@@ -112,6 +136,27 @@ impl Caller {
             entry: format!("{waiter}:250"),
             waiter,
         }
+    }
+}
+
+impl Caller {
+    /// The acquire script's arguments after its keys, as robit's `lock()` sends them.
+    fn acquire_args(&self) -> impl ToRedisArgs + '_ {
+        (
+            &self.owner,
+            30_000,
+            &self.waiter,
+            &self.entry,
+            QUEUE_TTL_MS,
+            "robit:handoff",
+            500,
+            0,
+        )
+    }
+
+    /// The release script's arguments after its keys, as robit's `unlock()` sends them.
+    fn release_args(&self) -> impl ToRedisArgs + '_ {
+        (&self.owner, "robit:handoff", 500)
     }
 }
 
@@ -172,14 +217,7 @@ impl Baseline {
             .key(&queue)
             .key("{robit}:fence")
             .key("{robit}:quarantine")
-            .arg(&who.owner)
-            .arg(30_000)
-            .arg(&who.waiter)
-            .arg(&who.entry)
-            .arg(QUEUE_TTL_MS)
-            .arg("robit:handoff")
-            .arg(500)
-            .arg(0)
+            .arg(who.acquire_args())
             .invoke_async(connection)
             .await
             .unwrap();
@@ -188,9 +226,7 @@ impl Baseline {
             .release
             .key(&lock)
             .key(&queue)
-            .arg(&who.owner)
-            .arg("robit:handoff")
-            .arg(500)
+            .arg(who.release_args())
             .invoke_async(connection)
             .await
             .unwrap();
@@ -225,14 +261,7 @@ impl LeanBaseline {
             .arg(&self.queue)
             .arg("{robit}:fence")
             .arg("{robit}:quarantine")
-            .arg(&who.owner)
-            .arg(30_000)
-            .arg(&who.waiter)
-            .arg(&who.entry)
-            .arg(QUEUE_TTL_MS)
-            .arg("robit:handoff")
-            .arg(500)
-            .arg(0)
+            .arg(who.acquire_args())
             .query_async(connection)
             .await
             .unwrap();
@@ -242,9 +271,7 @@ impl LeanBaseline {
             .arg(2)
             .arg(&self.lock)
             .arg(&self.queue)
-            .arg(&who.owner)
-            .arg("robit:handoff")
-            .arg(500)
+            .arg(who.release_args())
             .query_async(connection)
             .await
             .unwrap();

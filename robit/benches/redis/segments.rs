@@ -7,15 +7,14 @@
 //! the answer, and any timer the caller arms around it; the rest is the caller's.
 
 use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
 
-use redis::aio::{ConnectionLike, ConnectionManager, PubSub};
-use redis::{Cmd, Pipeline, RedisFuture, Value};
 use robit::Mutex;
-use robit::redis::{Connector, RedisDriver, UrlConnector};
 
 use crate::common::scaled;
-use crate::contenders::{Baseline, Caller, LeanBaseline};
+use crate::contenders::{Baseline, Caller, Counted, LeanBaseline, robit_driver_noting};
 use crate::support::RedisServer;
 
 thread_local! {
@@ -23,60 +22,9 @@ thread_local! {
     static MOMENTS: RefCell<Vec<Instant>> = const { RefCell::new(Vec::new()) };
 }
 
-fn note() {
+/// Notes the current moment for the cycle under way.
+pub(crate) fn note() {
     MOMENTS.with(|moments| moments.borrow_mut().push(Instant::now()));
-}
-
-/// A connection that notes when each command is handed to it and when it is answered.
-#[derive(Clone)]
-struct Noting(ConnectionManager);
-
-impl ConnectionLike for Noting {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        note();
-        let answer = self.0.req_packed_command(cmd);
-        Box::pin(async move {
-            let answer = answer.await;
-            note();
-            answer
-        })
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        self.0.req_packed_commands(pipeline, offset, count)
-    }
-
-    fn get_db(&self) -> i64 {
-        self.0.get_db()
-    }
-}
-
-struct NotingConnector(UrlConnector);
-
-#[robit::async_trait]
-impl Connector for NotingConnector {
-    type Connection = Noting;
-
-    async fn connect(&self) -> redis::RedisResult<Noting> {
-        Ok(Noting(self.0.connect().await?))
-    }
-
-    async fn subscriber(&self) -> redis::RedisResult<PubSub> {
-        self.0.subscriber().await
-    }
-
-    fn reconnects_by_itself(&self) -> bool {
-        true
-    }
-
-    fn describe(&self) -> String {
-        self.0.describe()
-    }
 }
 
 const PARTS: [&str; 5] = [
@@ -88,16 +36,18 @@ const PARTS: [&str; 5] = [
 ];
 
 pub(crate) async fn segments(server: &RedisServer) {
-    let connector = NotingConnector(UrlConnector::new(&server.url()).unwrap());
-    let driver = RedisDriver::with_connector(connector)
-        .quarantine(Duration::ZERO)
-        .build()
-        .unwrap();
+    let round_trips = Arc::new(AtomicU64::new(0));
+    let driver = robit_driver_noting(server, &round_trips, true);
     let mutex = Mutex::builder("parts", driver).build().unwrap();
     let baseline = Baseline::new(server).await;
     let lean = LeanBaseline::new(&baseline, "parts-lean");
-    let mut baseline_connection = Noting(Baseline::connect(server).await);
-    let mut lean_connection = Noting(Baseline::connect(server).await);
+    let noting = |inner| Counted {
+        inner,
+        round_trips: Arc::clone(&round_trips),
+        notes: true,
+    };
+    let mut baseline_connection = noting(Baseline::connect(server).await);
+    let mut lean_connection = noting(Baseline::connect(server).await);
     let who = Caller::new(2);
     let warm_up = 200;
     let cycles = scaled(10_000);
