@@ -848,10 +848,7 @@ async fn contention(server: &RedisServer, driver: &RedisDriver, stats: &mut Mete
 
 fn main() {
     let server = RedisServer::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     // `ROBIT_BENCH_PHASES=throughput` (comma-separated) runs only some phases.
     let run = common::enabled;
     runtime.block_on(async {

@@ -15,6 +15,15 @@ use crate::support::RedisServer;
 /// One contended run's record: (task, acquired, released, waited).
 type Record = (usize, Instant, Instant, Duration);
 
+/// Every task's records, once all have finished.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<Vec<Record>>>) -> Vec<Record> {
+    let mut records = Vec::new();
+    for task in tasks {
+        records.extend(task.await.unwrap());
+    }
+    records
+}
+
 fn report_contention(
     label: &str,
     mut records: Vec<Record>,
@@ -105,10 +114,7 @@ pub(crate) async fn contention(server: &RedisServer) {
             })
         })
         .collect();
-    let mut records = Vec::new();
-    for task in tasks {
-        records.extend(task.await.unwrap());
-    }
+    let records = gather(tasks).await;
     let elapsed = start.elapsed();
     let trips = round_trips.load(Ordering::Relaxed) - before;
     report_contention(
@@ -169,10 +175,7 @@ pub(crate) async fn contention(server: &RedisServer) {
             })
         })
         .collect();
-    let mut records = Vec::new();
-    for task in tasks {
-        records.extend(task.await.unwrap());
-    }
+    let records = gather(tasks).await;
     report_contention(
         "polling peer (SET NX, 1 ms retry)",
         records,

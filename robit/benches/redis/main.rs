@@ -34,10 +34,7 @@ use uncontended::uncontended;
 
 fn main() {
     let server = RedisServer::start();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = common::runtime();
     println!("# robit Redis driver benchmark\n");
     println!("redis-server on loopback; client on one tokio current-thread runtime.");
     // `ROBIT_BENCH_PHASES=throughput` (comma-separated) runs only some phases.
