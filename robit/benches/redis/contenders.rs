@@ -21,6 +21,17 @@ pub(crate) struct Counted {
     pub(crate) notes: bool,
 }
 
+impl Counted {
+    /// `inner`, counting its round trips into `round_trips`, noting nothing.
+    pub(crate) fn counting(inner: ConnectionManager, round_trips: &Arc<AtomicU64>) -> Self {
+        Self {
+            inner,
+            round_trips: Arc::clone(round_trips),
+            notes: false,
+        }
+    }
+}
+
 impl ConnectionLike for Counted {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);

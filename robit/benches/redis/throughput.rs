@@ -7,7 +7,7 @@ use std::time::Instant;
 use robit::Mutex;
 
 use crate::common::scaled;
-use crate::contenders::{Baseline, Caller, robit_driver};
+use crate::contenders::{Baseline, Caller, Counted, robit_driver};
 use crate::support::RedisServer;
 use crate::uncontended::{ratio_quartiles, runs};
 
@@ -18,6 +18,8 @@ pub(crate) async fn throughput(server: &RedisServer) {
     let round_trips = Arc::new(AtomicU64::new(0));
     let driver = robit_driver(server, &round_trips);
     let baseline = Arc::new(Baseline::new(server).await);
+    // The baseline's connection counts its round trips too, so both pay for the count.
+    let baseline_trips = Arc::new(AtomicU64::new(0));
     let mutexes: Vec<Arc<Mutex>> = (0..TASKS)
         .map(|task| {
             let mutex = Mutex::builder(format!("many-{task}"), driver.clone()).build();
@@ -53,8 +55,9 @@ pub(crate) async fn throughput(server: &RedisServer) {
         let tasks: Vec<_> = (0..TASKS)
             .map(|task| {
                 let baseline = Arc::clone(&baseline);
+                let mut connection =
+                    Counted::counting(baseline.connection.clone(), &baseline_trips);
                 tokio::spawn(async move {
-                    let mut connection = baseline.connection.clone();
                     let who = Caller::new(task as u128);
                     for _ in 0..cycles {
                         baseline

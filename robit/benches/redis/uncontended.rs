@@ -7,19 +7,23 @@ use std::time::{Duration, Instant};
 use robit::Mutex;
 
 use crate::common::scaled;
-use crate::contenders::{Baseline, Caller, Latencies, LeanBaseline, ms, percentile, robit_driver};
+use crate::contenders::{
+    Baseline, Caller, Counted, Latencies, LeanBaseline, ms, percentile, robit_driver,
+};
 use crate::support::RedisServer;
 
 pub(crate) async fn uncontended(server: &RedisServer) {
-    let round_trips = Arc::new(AtomicU64::new(0));
-    let driver = robit_driver(server, &round_trips);
+    // Every contender's connection counts its round trips, so that each pays for the
+    // count alike and each figure in the table is measured, not assumed.
+    let round_trips: [Arc<AtomicU64>; 3] = Default::default();
+    let driver = robit_driver(server, &round_trips[0]);
     let mutex = Mutex::builder("solo", driver).build().unwrap();
     let baseline = Baseline::new(server).await;
     let lean = LeanBaseline::new(&baseline, "solo-lean");
     // A connection each, as robit's driver has its own, so that every contender's
     // connection sits idle while the others take their turns.
-    let mut connection = baseline.connection.clone();
-    let mut lean_connection = Baseline::connect(server).await;
+    let mut connection = Counted::counting(baseline.connection.clone(), &round_trips[1]);
+    let mut lean_connection = Counted::counting(Baseline::connect(server).await, &round_trips[2]);
     let who = Caller::new(1);
     // Warm up all three (connections, script cache).
     for _ in 0..200 {
@@ -31,7 +35,9 @@ pub(crate) async fn uncontended(server: &RedisServer) {
     let mut elapsed = [Duration::ZERO; 3];
     // Each round's cycles/s, per contender: the ratio is taken round by round.
     let mut rates: [Vec<f64>; 3] = Default::default();
-    let before = round_trips.load(Ordering::Relaxed);
+    let before = round_trips
+        .each_ref()
+        .map(|trips| trips.load(Ordering::Relaxed));
     // Many short rounds. Inside a round the contenders take turns cycle by cycle, the
     // order rotating, so that drift in the machine's load — which moves a round's rate
     // by several percent here — and any cost of going first or last hit all alike.
@@ -62,7 +68,8 @@ pub(crate) async fn uncontended(server: &RedisServer) {
             rates[contender].push(scaled(250) as f64 / took[contender].as_secs_f64());
         }
     }
-    let trips = round_trips.load(Ordering::Relaxed) - before;
+    let trips: [u64; 3] =
+        std::array::from_fn(|at| round_trips[at].load(Ordering::Relaxed) - before[at]);
     let [ours, theirs, lean] = samples;
     let ours = Latencies::new(ours, elapsed[0]);
     let theirs = Latencies::new(theirs, elapsed[1]);
@@ -70,25 +77,21 @@ pub(crate) async fn uncontended(server: &RedisServer) {
     println!("\n## Uncontended lock + unlock, one task\n");
     println!("| | cycles/s | p50 | p99 | round trips/cycle |");
     println!("|---|---:|---:|---:|---:|");
-    println!(
-        "| robit | {:.0} | {} | {} | {:.2} |",
-        ours.per_second(),
-        ms(percentile(&ours.sorted, 0.5)),
-        ms(percentile(&ours.sorted, 0.99)),
-        trips as f64 / ours.cycles as f64
-    );
-    for (label, run) in [
-        ("baseline (same scripts, redis::Script)", &theirs),
+    for (label, run, trips) in [
+        ("robit", &ours, trips[0]),
+        ("baseline (same scripts, redis::Script)", &theirs, trips[1]),
         (
             "lean baseline (same commands, encoded as robit does)",
             &lean,
+            trips[2],
         ),
     ] {
         println!(
-            "| {label} | {:.0} | {} | {} | 2.00 |",
+            "| {label} | {:.0} | {} | {} | {:.2} |",
             run.per_second(),
             ms(percentile(&run.sorted, 0.5)),
             ms(percentile(&run.sorted, 0.99)),
+            trips as f64 / run.cycles as f64
         );
     }
     println!(
