@@ -243,13 +243,22 @@ impl<C: Connector> Inner<C> {
     {
         let (generation, connection) = self.connection().await?;
         let limit = self.settings.command_timeout;
+        let since = tokio::time::Instant::now();
         let mut watch = Abandoned {
             driver: self,
             generation,
-            since: tokio::time::Instant::now(),
+            since,
             settled: false,
         };
-        let outcome = match tokio::time::timeout(limit, command(connection)).await {
+        let command = command(connection);
+        // The deadline from the reading just taken: one clock reading per command, not
+        // two (`timeout` would read the clock again). A limit too long to represent
+        // never runs out.
+        let answer = match since.checked_add(limit) {
+            Some(deadline) => tokio::time::timeout_at(deadline, command).await,
+            None => Ok(command.await),
+        };
+        let outcome = match answer {
             Ok(result) => result.map_err(|err| self.failed(generation, err)),
             Err(_) => Err(self.timed_out(generation)),
         };

@@ -311,6 +311,22 @@ async fn any_byte_string_is_a_lock_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn timeouts_too_long_to_represent_mean_waiting_without_end_not_a_panic() {
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .command_timeout(Duration::MAX)
+        .connect_timeout(Duration::MAX)
+        .build()
+        .unwrap();
+    driver.ping().await.unwrap();
+    let mutex = Mutex::builder("endless", driver).ttl(TTL).build().unwrap();
+    let guard = mutex.lock().await.unwrap();
+    assert!(guard.is_held());
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_script_stays_in_one_cluster_slot() {
     // A one-node cluster owning all slots refuses, with CROSSSLOT, any script whose keys
     // hash to different slots: running the driver against it checks the hash tags.
