@@ -4,9 +4,9 @@
 //!
 //! `cargo bench -p robit --bench redis` — a bench binary, not a test: it reports, it does
 //! not assert. `ROBIT_BENCH_SCALE=0.2` shortens every phase; `ROBIT_BENCH_PHASES=
-//! uncontended,segments,throughput,contention` picks phases; `ROBIT_BENCH_ONLY=
-//! robit|baseline|lean` runs only one contender of the uncontended and throughput phases
-//! (the uncontended phase's shared warm-up aside), to profile it alone.
+//! uncontended,segments,own,throughput,contention` picks phases; `ROBIT_BENCH_ONLY=
+//! robit|baseline|lean` runs only one contender of the uncontended, own-work and
+//! throughput phases (the uncontended phase's shared warm-up aside), to profile it alone.
 //!
 //! One module per phase; `contenders` holds robit's counted driver and the baselines.
 #![allow(
@@ -20,6 +20,7 @@
 mod common;
 mod contenders;
 mod contention;
+mod own;
 mod segments;
 #[path = "../../tests/support/mod.rs"]
 mod support;
@@ -27,6 +28,7 @@ mod throughput;
 mod uncontended;
 
 use contention::contention;
+use own::own;
 use segments::segments;
 use support::RedisServer;
 use throughput::throughput;
@@ -45,6 +47,9 @@ fn main() {
         }
         if run("segments") {
             segments(&server).await;
+        }
+        if run("own") {
+            own(&server).await;
         }
         if run("throughput") {
             throughput(&server).await;
