@@ -2,14 +2,15 @@
 //!
 //! Every contender's connection answers at once with what the scripts answer to an
 //! uncontended lock + unlock, after yielding to the runtime once, as a command in
-//! flight does. Nothing crosses the network, so what is left is the client's own work,
-//! measured to a few hundredths of a microsecond instead of drowned in round trips.
+//! flight does. Nothing crosses the network, so what is left is the client's own work
+//! (and the runtime's turn around each yield, the same for every contender), measured to
+//! a few hundredths of a microsecond instead of drowned in round trips.
 //!
-//! Twice: **cold**, each answer preceded by a sweep through more memory than the
-//! core's own caches hold, as the thread's sleep in the kernel during a real round trip
-//! leaves them (the sweep's own time is left out); and **warm**, without it. The
-//! baselines' connections put each command under a timer, as their connection managers
-//! do; robit's driver arms its own.
+//! Twice: **cold**, each answer preceded by a sweep through more memory than a core's
+//! own caches hold, standing in for what the thread's sleep in the kernel during a real
+//! round trip may leave of them (the sweep's own time is left out); and **warm**,
+//! without it. The baselines' connections put each command under a timer, as their
+//! connection managers do; robit's driver arms its own.
 
 use std::cell::{Cell, RefCell};
 use std::hint::black_box;
@@ -26,7 +27,8 @@ use crate::contenders::{Baseline, Caller, LeanBaseline};
 use crate::support::RedisServer;
 use crate::uncontended::{CONTENDERS, runs};
 
-/// How much memory a cold answer sweeps through: twice this machine's per-core cache.
+/// How much memory a cold answer sweeps through: several times a core's own caches on
+/// current server processors (a second-level cache of 1–2 MiB).
 const SWEEP_BYTES: usize = 4 << 20;
 
 thread_local! {
@@ -34,6 +36,7 @@ thread_local! {
     static COLD: Cell<bool> = const { Cell::new(false) };
     /// The time spent sweeping during the cycle under way, to be left out of it.
     static SWEPT: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// What a cold answer sweeps through.
     static MEMORY: RefCell<Vec<u64>> = RefCell::new(vec![0; SWEEP_BYTES / 8]);
 }
 
@@ -55,14 +58,15 @@ fn sweep() {
 
 /// A connection that answers every acquire with a grant and every release with "freed".
 #[derive(Clone)]
-pub(crate) struct Canned {
+struct Canned {
     /// Each command under a timer, as a connection manager with a response timeout does.
     timed: bool,
 }
 
 impl ConnectionLike for Canned {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        // An acquire has four keys and eight arguments; a release two and three.
+        // EVALSHA, the hash and the key count, then an acquire's four keys and eight
+        // arguments (15 in all) or a release's two and three (8).
         let acquire = cmd.args_iter().count() > 10;
         let mut in_flight = false;
         let answer = std::future::poll_fn(move |cx| {
@@ -131,6 +135,7 @@ impl Connector for CannedConnector {
     }
 }
 
+/// Runs the phase and prints its table. `server` only provides the baselines' scripts.
 pub(crate) async fn own(server: &RedisServer) {
     let driver = RedisDriver::with_connector(CannedConnector)
         .quarantine(Duration::ZERO)
@@ -147,7 +152,7 @@ pub(crate) async fn own(server: &RedisServer) {
     for cold in [true, false] {
         COLD.set(cold);
         // Per contender, each cycle's µs, the sweeps left out.
-        let mut own: [Vec<f64>; 3] = Default::default();
+        let mut samples: [Vec<f64>; 3] = Default::default();
         let warm_up = 1_000;
         for cycle in 0..warm_up + scaled(10_000) {
             for turn in 0..3 {
@@ -164,11 +169,11 @@ pub(crate) async fn own(server: &RedisServer) {
                 }
                 let took = start.elapsed().saturating_sub(SWEPT.get());
                 if cycle >= warm_up {
-                    own[contender].push(took.as_secs_f64() * 1e6);
+                    samples[contender].push(took.as_secs_f64() * 1e6);
                 }
             }
         }
-        rows.push((if cold { "cold" } else { "warm" }, own.map(summary)));
+        rows.push((if cold { "cold" } else { "warm" }, samples.map(summary)));
     }
     println!("\n## Own work per uncontended cycle, Redis out of the picture\n");
     println!(
@@ -201,10 +206,12 @@ fn summary(mut samples: Vec<f64>) -> (f64, f64) {
     (samples[samples.len() / 2], mean)
 }
 
+/// A contender's median and mean, as the table shows them.
 fn shown((median, mean): (f64, f64)) -> String {
     format!("{median:.2} ({mean:.2})")
 }
 
+/// How much more robit's median and mean are than another contender's.
 fn difference(ours: (f64, f64), theirs: (f64, f64)) -> String {
     format!("{:+.2} ({:+.2})", ours.0 - theirs.0, ours.1 - theirs.1)
 }

@@ -14,7 +14,8 @@ use crate::support::RedisServer;
 
 pub(crate) async fn uncontended(server: &RedisServer) {
     // Every contender's connection counts its round trips, so that each pays for the
-    // count alike and each figure in the table is measured, not assumed.
+    // count (robit's driver also clones its connection, counter and all, for each
+    // command, as it does any connection) and each figure in the table is measured.
     let round_trips: [Arc<AtomicU64>; 3] = Default::default();
     let driver = robit_driver(server, &round_trips[0]);
     let mutex = Mutex::builder("solo", driver).build().unwrap();
