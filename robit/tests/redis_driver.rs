@@ -1,5 +1,10 @@
-//! The Redis driver against a real redis-server: the driver contract, key hygiene, fair
-//! hand-off, typed errors, and many mutexes over one driver.
+//! The Redis driver against a real redis-server: the driver contract, fencing tokens,
+//! key hygiene, any byte string as a name, every script in one cluster slot, timeouts
+//! too long to represent, the renewed TTL, and many mutexes over one driver — one
+//! connection, one subscription.
+//!
+//! The fair queue — hand-off, waiters, reservations, the subscription that wakes them —
+//! is in `redis_fair_queue.rs`.
 //!
 //! These run in real time (the server's clock is real). They wait for events, never
 //! assert durations.
@@ -16,37 +21,8 @@ use std::time::Duration;
 use common::{granted, held, within};
 use redis::AsyncCommands;
 use robit::redis::RedisDriver;
-use robit::{
-    Acquire, AcquireRequest, Driver, FenceGate, LockError, LockName, Mutex, OwnerToken, Renewal,
-    Waiter,
-};
-use support::RedisServer;
-
-const TTL: Duration = Duration::from_secs(2);
-const LONG: Duration = Duration::from_secs(20);
-
-fn driver(server: &RedisServer) -> RedisDriver {
-    RedisDriver::builder(&server.url())
-        .quarantine(Duration::ZERO)
-        .build()
-        .unwrap()
-}
-
-fn request(name: &str, who: u128) -> AcquireRequest {
-    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
-}
-
-/// Waits until the driver's hand-off subscription is live on the server: a release
-/// published before it would be lost (the driver then relies on polling, which these
-/// tests do not do).
-async fn subscribed(server: &RedisServer) {
-    within(LONG, "the hand-off subscription", async {
-        while server.subscribers("robit:handoff").await == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-}
+use robit::{Acquire, Driver, FenceGate, LockError, Mutex, Renewal};
+use support::{LONG, RedisServer, TTL, driver, request};
 
 async fn pttl(server: &RedisServer, key: &[u8]) -> i64 {
     server.admin().await.pttl(key).await.unwrap()
@@ -162,93 +138,6 @@ async fn ten_thousand_names_locked_and_released_leave_only_the_fencing_counter()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let holder = granted(&driver, &request("queue", 1)).await;
-    let waiter = |id| request("queue", 100 + id).with_waiter(Waiter::new(id, LONG));
-    // Two waiters queue, in order.
-    for id in [7, 8] {
-        assert!(matches!(
-            driver.acquire(&waiter(id)).await.unwrap(),
-            Acquire::Held { .. }
-        ));
-    }
-    let first_in_line = driver.watch_release(&waiter(7));
-    let second_in_line = driver.watch_release(&waiter(8));
-    subscribed(&server).await;
-    // A newcomer (a single try) cannot barge in after the release.
-    holder.release().await.unwrap();
-    within(LONG, "the hand-off notification", first_in_line).await;
-    assert!(matches!(
-        driver.acquire(&request("queue", 2)).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    assert!(matches!(
-        driver.acquire(&waiter(8)).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    let lease = granted(&driver, &waiter(7)).await;
-    lease.release().await.unwrap();
-    within(LONG, "the second hand-off", second_in_line).await;
-    granted(&driver, &waiter(8)).await.release().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_waiter_that_withdraws_passes_its_turn_on() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let holder = granted(&driver, &request("withdraw", 1)).await;
-    let waiter = |id| request("withdraw", 100 + id).with_waiter(Waiter::new(id, LONG));
-    for id in [7, 8] {
-        assert!(matches!(
-            driver.acquire(&waiter(id)).await.unwrap(),
-            Acquire::Held { .. }
-        ));
-    }
-    let next = driver.watch_release(&waiter(8));
-    subscribed(&server).await;
-    holder.release().await.unwrap(); // reserved for 7
-    driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: 8 is next
-    within(LONG, "the passed-on hand-off", next).await;
-    granted(&driver, &waiter(8)).await.release().await.unwrap();
-    let keys: Vec<String> = server.admin().await.keys("*").await.unwrap();
-    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn contending_mutexes_take_turns_instead_of_the_releaser_barging_back() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let tasks: Vec<_> = (0..4)
-        .map(|task| {
-            let (driver, order) = (driver.clone(), Arc::clone(&order));
-            tokio::spawn(async move {
-                let mutex = Mutex::builder("turns", driver).ttl(TTL).build().unwrap();
-                for _ in 0..15 {
-                    let guard = mutex.lock().await.unwrap();
-                    order.lock().unwrap().push(task);
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                    guard.unlock().await.unwrap();
-                }
-            })
-        })
-        .collect();
-    for task in tasks {
-        within(LONG, "a contender", task).await.unwrap();
-    }
-    let order = order.lock().unwrap().clone();
-    assert_eq!(order.len(), 60);
-    // Once all four are queued, the lock rotates: nobody holds it twice in a row.
-    let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
-    assert!(
-        repeats <= 3,
-        "the releaser barged back {repeats} times: {order:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_mutexes_over_one_driver_never_overlap() {
     let server = RedisServer::start();
     let driver = driver(&server);
@@ -360,119 +249,6 @@ async fn every_script_stays_in_one_cluster_slot() {
     }
 }
 
-fn queued(name: &str, id: u128, poll: Duration) -> AcquireRequest {
-    request(name, 100 + id).with_waiter(Waiter::new(id, poll))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_withdrawal_never_touches_a_live_holders_grant() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let holder = granted(&driver, &request("withdraw-safe", 1)).await;
-    let waiter = queued("withdraw-safe", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    driver.withdraw(&waiter).await.unwrap();
-    assert_eq!(holder.renew(TTL).await.unwrap(), Renewal::Renewed);
-    let mut admin = server.admin().await;
-    let queue_len: i64 = admin.llen("{robit}:queue:withdraw-safe").await.unwrap();
-    assert_eq!(queue_len, 0, "the withdrawn waiter is still queued");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
-    let server = RedisServer::start();
-    let driver = RedisDriver::builder(&server.url())
-        .quarantine(Duration::ZERO)
-        .handoff_window(Duration::from_millis(100))
-        .build()
-        .unwrap();
-    let holder = granted(&driver, &request("dead-waiter", 1)).await;
-    let poll = Duration::from_millis(50);
-    let (dead, alive) = (
-        queued("dead-waiter", 7, poll),
-        queued("dead-waiter", 8, poll),
-    );
-    for waiter in [&dead, &alive] {
-        assert!(matches!(
-            driver.acquire(waiter).await.unwrap(),
-            Acquire::Held { .. }
-        ));
-    }
-    holder.release().await.unwrap(); // reserved for 7, which is gone
-    let pttl: i64 = server
-        .admin()
-        .await
-        .pttl("{robit}:lock:dead-waiter")
-        .await
-        .unwrap();
-    assert!(
-        pttl > 0 && pttl <= 100,
-        "the reservation has no bounded window: PTTL {pttl}"
-    );
-    let lease = within(LONG, "the next waiter's grant", async {
-        loop {
-            if let Acquire::Granted(lease) = driver.acquire(&alive).await.unwrap() {
-                return lease;
-            }
-            tokio::time::sleep(poll).await;
-        }
-    })
-    .await;
-    assert!(lease.fence() > holder.fence());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reservation_lasts_twice_the_waiters_poll_interval_when_that_is_longer() {
-    let server = RedisServer::start();
-    let driver = driver(&server); // 500 ms hand-off window
-    let holder = granted(&driver, &request("slow-poller", 1)).await;
-    let waiter = queued("slow-poller", 7, Duration::from_secs(3));
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    holder.release().await.unwrap();
-    let pttl: i64 = server
-        .admin()
-        .await
-        .pttl("{robit}:lock:slow-poller")
-        .await
-        .unwrap();
-    assert!(pttl > 5_000 && pttl <= 6_000, "PTTL {pttl}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn when_a_holder_expires_the_longest_waiting_waiter_goes_first() {
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let _expired = granted(&driver, &request("expired", 1)).await;
-    let waiter = queued("expired", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    let _: () = server
-        .admin()
-        .await
-        .del("{robit}:lock:expired")
-        .await
-        .unwrap(); // as if expired
-    // A newcomer (a single try, or another waiter) finds the lock free but must not
-    // barge in ahead of the queue.
-    assert!(matches!(
-        driver.acquire(&request("expired", 2)).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    assert!(matches!(
-        driver.acquire(&queued("expired", 8, LONG)).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    granted(&driver, &waiter).await.release().await.unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renew_sets_exactly_the_requested_ttl() {
     let server = RedisServer::start();
@@ -555,33 +331,4 @@ async fn many_mutexes_share_one_connection_and_one_subscription_which_ends_with_
         }
     })
     .await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_subscription_is_reestablished_and_delivers_again() {
-    // The waiter's poll interval and the holder's TTL are a minute: within the test's
-    // limits only a notification can wake the waiter.
-    let server = RedisServer::start();
-    let driver = driver(&server);
-    let slow = robit::Backoff::new(Duration::from_secs(60), Duration::from_secs(60));
-    let holder = Mutex::builder("resubscribe", driver.clone())
-        .ttl(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let waiter = Mutex::builder("resubscribe", driver.clone())
-        .ttl(Duration::from_secs(60))
-        .backoff(slow)
-        .build()
-        .unwrap();
-    let guard = holder.lock().await.unwrap();
-    let waiting = common::spawn_waiter(waiter);
-    subscribed(&server).await;
-    server.kill_clients("pubsub").await;
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    subscribed(&server).await;
-    guard.unlock().await.unwrap();
-    let (fence, _waiter) = within(Duration::from_secs(20), "the notified hand-off", waiting)
-        .await
-        .unwrap();
-    fence.unwrap();
 }

@@ -3,6 +3,9 @@
 //! The binary is `$ROBIT_REDIS_SERVER`, or `redis-server` from `PATH`. The server is
 //! killed when the handle drops; if the test is failing at that moment, its log is
 //! printed, so a failure shows what the server saw.
+//!
+//! Also the few helpers the Redis driver's test files share: a driver for a server, a
+//! request for a name, and their TTL and time limit.
 
 #![allow(dead_code, unreachable_pub, missing_docs, clippy::print_stderr)]
 
@@ -12,7 +15,27 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use robit::redis::RedisDriver;
+use robit::{AcquireRequest, LockName, OwnerToken};
 use tempfile::TempDir;
+
+/// The lease TTL that [`request`] asks for.
+pub const TTL: Duration = Duration::from_secs(2);
+/// The time limit for an event a test waits for: reaching it means the event never came.
+pub const LONG: Duration = Duration::from_secs(20);
+
+/// A driver for `server`, without the quarantine, so a fresh server grants at once.
+pub fn driver(server: &RedisServer) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// A request for the lock `name`, by owner `who`, for [`TTL`].
+pub fn request(name: &str, who: u128) -> AcquireRequest {
+    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
+}
 
 pub struct RedisServer {
     binary: PathBuf,

@@ -1,0 +1,262 @@
+//! The Redis driver's fair queue against a real redis-server: a release hands the lock
+//! to the longest-waiting waiter and wakes it, newcomers cannot barge in, a withdrawal
+//! passes the turn on and never touches a live holder's grant, a reservation nobody
+//! claims lapses to the next waiter after its bounded window, and a killed hand-off
+//! subscription is re-established.
+//!
+//! These run in real time (the server's clock is real). They wait for events, never
+//! assert durations.
+#![cfg(feature = "redis")]
+
+mod common;
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{granted, within};
+use redis::AsyncCommands;
+use robit::redis::RedisDriver;
+use robit::{Acquire, AcquireRequest, Driver, Mutex, Renewal, Waiter};
+use support::{LONG, RedisServer, TTL, driver, request};
+
+/// Waits until the driver's hand-off subscription is live on the server: a release
+/// published before it would be lost (the driver then relies on polling, which these
+/// tests do not do).
+async fn subscribed(server: &RedisServer) {
+    within(LONG, "the hand-off subscription", async {
+        while server.subscribers("robit:handoff").await == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+fn queued(name: &str, id: u128, poll: Duration) -> AcquireRequest {
+    request(name, 100 + id).with_waiter(Waiter::new(id, poll))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("queue", 1)).await;
+    let waiter = |id| request("queue", 100 + id).with_waiter(Waiter::new(id, LONG));
+    // Two waiters queue, in order.
+    for id in [7, 8] {
+        assert!(matches!(
+            driver.acquire(&waiter(id)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    let first_in_line = driver.watch_release(&waiter(7));
+    let second_in_line = driver.watch_release(&waiter(8));
+    subscribed(&server).await;
+    // A newcomer (a single try) cannot barge in after the release.
+    holder.release().await.unwrap();
+    within(LONG, "the hand-off notification", first_in_line).await;
+    assert!(matches!(
+        driver.acquire(&request("queue", 2)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    assert!(matches!(
+        driver.acquire(&waiter(8)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    let lease = granted(&driver, &waiter(7)).await;
+    lease.release().await.unwrap();
+    within(LONG, "the second hand-off", second_in_line).await;
+    granted(&driver, &waiter(8)).await.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_withdraws_passes_its_turn_on() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("withdraw", 1)).await;
+    let waiter = |id| request("withdraw", 100 + id).with_waiter(Waiter::new(id, LONG));
+    for id in [7, 8] {
+        assert!(matches!(
+            driver.acquire(&waiter(id)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    let next = driver.watch_release(&waiter(8));
+    subscribed(&server).await;
+    holder.release().await.unwrap(); // reserved for 7
+    driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: 8 is next
+    within(LONG, "the passed-on hand-off", next).await;
+    granted(&driver, &waiter(8)).await.release().await.unwrap();
+    let keys: Vec<String> = server.admin().await.keys("*").await.unwrap();
+    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn contending_mutexes_take_turns_instead_of_the_releaser_barging_back() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..4)
+        .map(|task| {
+            let (driver, order) = (driver.clone(), Arc::clone(&order));
+            tokio::spawn(async move {
+                let mutex = Mutex::builder("turns", driver).ttl(TTL).build().unwrap();
+                for _ in 0..15 {
+                    let guard = mutex.lock().await.unwrap();
+                    order.lock().unwrap().push(task);
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        within(LONG, "a contender", task).await.unwrap();
+    }
+    let order = order.lock().unwrap().clone();
+    assert_eq!(order.len(), 60);
+    // Once all four are queued, the lock rotates: nobody holds it twice in a row.
+    let repeats = order.windows(2).filter(|w| w[0] == w[1]).count();
+    assert!(
+        repeats <= 3,
+        "the releaser barged back {repeats} times: {order:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawal_never_touches_a_live_holders_grant() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("withdraw-safe", 1)).await;
+    let waiter = queued("withdraw-safe", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    driver.withdraw(&waiter).await.unwrap();
+    assert_eq!(holder.renew(TTL).await.unwrap(), Renewal::Renewed);
+    let mut admin = server.admin().await;
+    let queue_len: i64 = admin.llen("{robit}:queue:withdraw-safe").await.unwrap();
+    assert_eq!(queue_len, 0, "the withdrawn waiter is still queued");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .handoff_window(Duration::from_millis(100))
+        .build()
+        .unwrap();
+    let holder = granted(&driver, &request("dead-waiter", 1)).await;
+    let poll = Duration::from_millis(50);
+    let (dead, alive) = (
+        queued("dead-waiter", 7, poll),
+        queued("dead-waiter", 8, poll),
+    );
+    for waiter in [&dead, &alive] {
+        assert!(matches!(
+            driver.acquire(waiter).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    holder.release().await.unwrap(); // reserved for 7, which is gone
+    let pttl: i64 = server
+        .admin()
+        .await
+        .pttl("{robit}:lock:dead-waiter")
+        .await
+        .unwrap();
+    assert!(
+        pttl > 0 && pttl <= 100,
+        "the reservation has no bounded window: PTTL {pttl}"
+    );
+    let lease = within(LONG, "the next waiter's grant", async {
+        loop {
+            if let Acquire::Granted(lease) = driver.acquire(&alive).await.unwrap() {
+                return lease;
+            }
+            tokio::time::sleep(poll).await;
+        }
+    })
+    .await;
+    assert!(lease.fence() > holder.fence());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reservation_lasts_twice_the_waiters_poll_interval_when_that_is_longer() {
+    let server = RedisServer::start();
+    let driver = driver(&server); // 500 ms hand-off window
+    let holder = granted(&driver, &request("slow-poller", 1)).await;
+    let waiter = queued("slow-poller", 7, Duration::from_secs(3));
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    holder.release().await.unwrap();
+    let pttl: i64 = server
+        .admin()
+        .await
+        .pttl("{robit}:lock:slow-poller")
+        .await
+        .unwrap();
+    assert!(pttl > 5_000 && pttl <= 6_000, "PTTL {pttl}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_a_holder_expires_the_longest_waiting_waiter_goes_first() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let _expired = granted(&driver, &request("expired", 1)).await;
+    let waiter = queued("expired", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    let _: () = server
+        .admin()
+        .await
+        .del("{robit}:lock:expired")
+        .await
+        .unwrap(); // as if expired
+    // A newcomer (a single try, or another waiter) finds the lock free but must not
+    // barge in ahead of the queue.
+    assert!(matches!(
+        driver.acquire(&request("expired", 2)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    assert!(matches!(
+        driver.acquire(&queued("expired", 8, LONG)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    granted(&driver, &waiter).await.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_subscription_is_reestablished_and_delivers_again() {
+    // The waiter's poll interval and the holder's TTL are a minute: within the test's
+    // limits only a notification can wake the waiter.
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let slow = robit::Backoff::new(Duration::from_secs(60), Duration::from_secs(60));
+    let holder = Mutex::builder("resubscribe", driver.clone())
+        .ttl(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let waiter = Mutex::builder("resubscribe", driver.clone())
+        .ttl(Duration::from_secs(60))
+        .backoff(slow)
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    let waiting = common::spawn_waiter(waiter);
+    subscribed(&server).await;
+    server.kill_clients("pubsub").await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    subscribed(&server).await;
+    guard.unlock().await.unwrap();
+    let (fence, _waiter) = within(Duration::from_secs(20), "the notified hand-off", waiting)
+        .await
+        .unwrap();
+    fence.unwrap();
+}
