@@ -23,7 +23,7 @@ use robit::Mutex;
 use robit::redis::{Connector, DEFAULT_COMMAND_TIMEOUT, RedisDriver};
 
 use crate::common::scaled;
-use crate::contenders::{Baseline, Caller, LeanBaseline};
+use crate::contenders::{Baseline, Caller, Latencies, LeanBaseline, percentile};
 use crate::support::RedisServer;
 use crate::uncontended::{CONTENDERS, runs};
 
@@ -151,8 +151,8 @@ pub(crate) async fn own(server: &RedisServer) {
     let mut rows = Vec::new();
     for cold in [true, false] {
         COLD.set(cold);
-        // Per contender, each cycle's µs, the sweeps left out.
-        let mut samples: [Vec<f64>; 3] = Default::default();
+        // Per contender, each cycle's time, the sweeps left out.
+        let mut samples: [Vec<Duration>; 3] = Default::default();
         let warm_up = 1_000;
         for cycle in 0..warm_up + scaled(10_000) {
             for turn in 0..3 {
@@ -169,7 +169,7 @@ pub(crate) async fn own(server: &RedisServer) {
                 }
                 let took = start.elapsed().saturating_sub(SWEPT.get());
                 if cycle >= warm_up {
-                    samples[contender].push(took.as_secs_f64() * 1e6);
+                    samples[contender].push(took);
                 }
             }
         }
@@ -196,14 +196,18 @@ pub(crate) async fn own(server: &RedisServer) {
     }
 }
 
-/// The median and the mean of `samples`.
-fn summary(mut samples: Vec<f64>) -> (f64, f64) {
+/// The median and the mean of `samples`, in µs.
+fn summary(samples: Vec<Duration>) -> (f64, f64) {
     if samples.is_empty() {
         return (f64::NAN, f64::NAN);
     }
-    samples.sort_by(f64::total_cmp);
-    let mean = samples.iter().sum::<f64>() / samples.len() as f64;
-    (samples[samples.len() / 2], mean)
+    let total = samples.iter().sum();
+    let run = Latencies::new(samples, total);
+    let micros = |d: Duration| d.as_secs_f64() * 1e6;
+    (
+        micros(percentile(&run.sorted, 0.5)),
+        micros(run.elapsed) / run.cycles as f64,
+    )
 }
 
 /// A contender's median and mean, as the table shows them.
