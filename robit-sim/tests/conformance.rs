@@ -8,8 +8,7 @@
 
 #![allow(clippy::print_stdout)]
 
-#[path = "../../robit/tests/support/mod.rs"]
-mod support;
+use robit_test_support::redis as support;
 
 mod planted;
 

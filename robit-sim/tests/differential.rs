@@ -33,8 +33,7 @@
 //! sets a 1 ms TTL on both servers and sleeps a few milliseconds so that it has gone on
 //! both by the next command.
 
-#[path = "../../robit/tests/support/mod.rs"]
-mod support;
+use robit_test_support::redis as support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -1,6 +1,6 @@
 //! The Mutex API: non-reentrancy, both styles, drops, wait strategies, stats.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::sync::Arc;
 use std::time::Duration;

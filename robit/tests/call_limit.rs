@@ -2,7 +2,7 @@
 //! leaves the bounding to it instead of arming a second timer per call — but only when
 //! the driver's limit is no longer than the mutex's own, and both are in tokio's time.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,5 @@
 //! Many tasks, each with its own Mutex over one backend, never hold the lock together.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! `Driver` documentation; they are generic over the driver so that they describe the
 //! contract, not the local driver's internals.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

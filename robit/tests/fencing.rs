@@ -1,7 +1,7 @@
 //! Fencing tokens increase strictly per lock name, across releases, expiries and
 //! holders, and the gate rejects a stale holder's writes.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

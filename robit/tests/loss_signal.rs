@@ -1,7 +1,7 @@
 //! Loss is signalled exactly once per grant, through every channel, and never after a
 //! voluntary unlock.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

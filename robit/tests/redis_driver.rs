@@ -10,8 +10,8 @@
 //! assert durations.
 #![cfg(feature = "redis")]
 
-mod common;
-mod support;
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

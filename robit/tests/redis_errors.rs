@@ -2,8 +2,8 @@
 //! password never shows up in Debug output, errors or logs.
 #![cfg(feature = "redis")]
 
-mod common;
-mod support;
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
 
 use std::time::Duration;
 

@@ -5,8 +5,8 @@
 //! whom — and about never having two holders, recorded as belief intervals.
 #![cfg(feature = "redis")]
 
-mod common;
-mod support;
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;

@@ -7,8 +7,8 @@
 //! tests wait for events, never assert durations.
 #![cfg(feature = "redis")]
 
-mod common;
-mod support;
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! TLS to Redis: `rediss://` URLs, a private certificate authority, credentials over TLS.
 #![cfg(feature = "tls")]
 
-mod common;
-mod support;
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The watchdog: renewal keeps a lease alive, and failing renewals end in a loss that is
 //! signalled before the backend's own expiry.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

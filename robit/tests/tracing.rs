@@ -1,6 +1,6 @@
 //! Acquire, renew, loss and release are visible to tracing under the target `robit`.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The watchdog's life: one task per mutex, on a runtime that is running, gone with the
 //! mutex.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! looks by itself once a renew period, which is before any new hold's first renew is
 //! due. A short hold then costs no watchdog run; a long one is renewed on time.
 
-mod common;
+use robit_test_support::kit as common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

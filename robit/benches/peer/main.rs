@@ -22,8 +22,7 @@ mod common;
 mod contention;
 mod lockers;
 mod meter;
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use robit_test_support::redis as support;
 mod table;
 mod throughput;
 mod uncontended;

@@ -22,8 +22,7 @@ mod contenders;
 mod contention;
 mod own;
 mod segments;
-#[path = "../../tests/support/mod.rs"]
-mod support;
+use robit_test_support::redis as support;
 mod throughput;
 mod uncontended;
 

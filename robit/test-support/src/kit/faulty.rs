@@ -1,18 +1,15 @@
-//! Test helpers: a fault-injecting driver over the local driver, and event recorders.
+//! The local driver with faults injected on acquire, renew and release.
 
-#![allow(dead_code, unreachable_pub, missing_docs)]
-
-use std::io::Write;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, LossEvent,
-    LossReason, MutexBuilder, ReleaseWatch, Renewal, async_trait,
+    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, ReleaseWatch,
+    Renewal, async_trait,
 };
-use tokio::time::Instant;
-use tracing_subscriber::fmt::MakeWriter;
+
+use super::JumpClock;
 
 /// How renew calls misbehave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +42,7 @@ pub enum Notifications {
 /// How acquire calls misbehave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcquireFault {
+    /// Pass through to the local driver.
     None,
     /// Fail this many calls with a transient error, then pass through.
     FailTransient(u32),
@@ -55,17 +53,24 @@ pub enum AcquireFault {
 }
 
 #[derive(Debug)]
+/// The faults a [`FaultyDriver`] injects, and what it counted.
 pub struct Faults {
     renew: StdMutex<RenewFault>,
     acquire: StdMutex<AcquireFault>,
+    /// Renew calls made.
     pub renew_calls: AtomicU32,
+    /// Acquire calls made.
     pub acquire_calls: AtomicU32,
+    /// Leases handed out and not yet dropped.
     pub live_leases: AtomicUsize,
-    pub release_hangs: std::sync::atomic::AtomicBool,
-    pub release_delay_ms: std::sync::atomic::AtomicU64,
+    /// Releases never answer.
+    pub release_hangs: AtomicBool,
+    /// How long each release waits before it runs, in ms.
+    pub release_delay_ms: AtomicU64,
     /// A client clock to jump forward just as the next acquire or renew reply is handed
     /// over: the client froze between the backend answering and reading the answer.
     jump_on_reply: StdMutex<Option<(Arc<JumpClock>, Duration)>>,
+    /// What `watch_release` does.
     pub notifications: Notifications,
 }
 
@@ -78,13 +83,22 @@ impl Faults {
 }
 
 /// The local driver with injectable faults on acquire and renew.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct FaultyDriver {
+    /// The driver underneath.
     pub local: LocalDriver,
+    /// The faults, shared by every clone and every lease.
     pub faults: Arc<Faults>,
 }
 
+impl Default for FaultyDriver {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl FaultyDriver {
+    /// Over a fresh local driver, with its real release notifications.
     pub fn new() -> Self {
         Self::over(LocalDriver::new(), Notifications::Real)
     }
@@ -94,6 +108,7 @@ impl FaultyDriver {
         Self::over(LocalDriver::new(), Notifications::None)
     }
 
+    /// Over `local`, with `notifications`.
     pub fn over(local: LocalDriver, notifications: Notifications) -> Self {
         Self {
             local,
@@ -103,18 +118,20 @@ impl FaultyDriver {
                 renew_calls: AtomicU32::new(0),
                 acquire_calls: AtomicU32::new(0),
                 live_leases: AtomicUsize::new(0),
-                release_hangs: std::sync::atomic::AtomicBool::new(false),
-                release_delay_ms: std::sync::atomic::AtomicU64::new(0),
+                release_hangs: AtomicBool::new(false),
+                release_delay_ms: AtomicU64::new(0),
                 jump_on_reply: StdMutex::new(None),
                 notifications,
             }),
         }
     }
 
+    /// How renew calls misbehave from now on.
     pub fn set_renew(&self, fault: RenewFault) {
         *self.faults.renew.lock().unwrap() = fault;
     }
 
+    /// How acquire calls misbehave from now on.
     pub fn set_acquire(&self, fault: AcquireFault) {
         *self.faults.acquire.lock().unwrap() = fault;
     }
@@ -135,10 +152,12 @@ impl FaultyDriver {
         self.faults.release_delay_ms.store(millis, Ordering::SeqCst);
     }
 
+    /// Leases handed out and not yet dropped.
     pub fn live_leases(&self) -> usize {
         self.faults.live_leases.load(Ordering::SeqCst)
     }
 
+    /// Renew calls made so far.
     pub fn renew_calls(&self) -> u32 {
         self.faults.renew_calls.load(Ordering::SeqCst)
     }
@@ -193,9 +212,18 @@ impl Driver for FaultyDriver {
     }
 }
 
+/// A lease of a [`FaultyDriver`]: the local lease, with the driver's faults.
 pub struct FaultyLease {
     inner: Arc<dyn Lease>,
     faults: Arc<Faults>,
+}
+
+impl std::fmt::Debug for FaultyLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FaultyLease")
+            .field("fence", &self.inner.fence())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Drop for FaultyLease {
@@ -261,170 +289,5 @@ impl Lease for FaultyLease {
 
     fn signals_loss(&self) -> bool {
         self.inner.signals_loss()
-    }
-}
-
-/// Records every loss event with the instant it was signalled.
-#[derive(Clone, Default)]
-pub struct LossLog(Arc<StdMutex<Vec<(Instant, LossEvent)>>>);
-
-impl LossLog {
-    pub fn attach(&self, builder: MutexBuilder) -> MutexBuilder {
-        let log = self.clone();
-        builder.on_lost(move |event| log.0.lock().unwrap().push((Instant::now(), event.clone())))
-    }
-
-    pub fn count(&self) -> usize {
-        self.0.lock().unwrap().len()
-    }
-
-    pub fn reasons(&self) -> Vec<LossReason> {
-        self.0
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(_, e)| e.reason)
-            .collect()
-    }
-
-    pub fn first_at(&self) -> Option<Instant> {
-        self.0.lock().unwrap().first().map(|(at, _)| *at)
-    }
-}
-
-/// Fails the test, rather than hanging it, if `future` does not finish within `limit`
-/// (paused time: this costs no real time).
-pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output = T>) -> T {
-    match tokio::time::timeout(limit, future).await {
-        Ok(value) => value,
-        Err(_) => panic!("{what} did not happen within {limit:?}"),
-    }
-}
-
-/// The TTL of the paused-time watchdog tests.
-pub const TTL: Duration = Duration::from_secs(3);
-/// TTL × (1 − 0.01) − 2 ms: the validity with the default drift factor and margin.
-pub const VALIDITY: Duration = Duration::from_millis(2968);
-
-/// A mutex named `name` over `driver`, with [`TTL`], whose losses `log` records.
-pub fn logged_mutex(name: &str, driver: &FaultyDriver, log: &LossLog) -> robit::Mutex {
-    log.attach(robit::Mutex::builder(name, driver.clone()).ttl(TTL))
-        .build()
-        .unwrap()
-}
-
-/// Waits for `mutex` in the background, explicit style; the task hands the mutex back
-/// so that its hold outlives the task.
-pub fn spawn_waiter(
-    mutex: robit::Mutex,
-) -> tokio::task::JoinHandle<(Result<FenceToken, robit::LockError>, robit::Mutex)> {
-    tokio::spawn(async move {
-        let fence = mutex.acquire().await;
-        (fence, mutex)
-    })
-}
-
-/// Lets spawned tasks (watchdogs, background releases) run without moving time.
-pub async fn settle() {
-    for _ in 0..16 {
-        tokio::task::yield_now().await;
-    }
-}
-
-/// tokio's clock plus an offset the test can bump: a client whose process was frozen
-/// sees its clock jump forward when it resumes.
-#[derive(Debug, Default)]
-pub struct JumpClock {
-    offset_ms: std::sync::atomic::AtomicU64,
-}
-
-impl JumpClock {
-    pub fn jump(&self, by: Duration) {
-        let millis = u64::try_from(by.as_millis()).unwrap();
-        self.offset_ms.fetch_add(millis, Ordering::SeqCst);
-    }
-
-    fn offset(&self) -> Duration {
-        Duration::from_millis(self.offset_ms.load(Ordering::SeqCst))
-    }
-}
-
-#[async_trait]
-impl robit::Clock for JumpClock {
-    fn now(&self) -> Instant {
-        Instant::now() + self.offset()
-    }
-
-    async fn sleep_until(&self, deadline: Instant) {
-        // Re-check after every wake: the offset may have moved meanwhile.
-        loop {
-            let now = self.now();
-            if now >= deadline {
-                return;
-            }
-            tokio::time::sleep((deadline - now).min(Duration::from_millis(10))).await;
-        }
-    }
-}
-
-/// Everything written to a tracing subscriber, as text.
-#[derive(Clone, Default)]
-pub struct Captured(Arc<StdMutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> MakeWriter<'a> for Captured {
-    type Writer = Self;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-impl Captured {
-    pub fn lines(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-impl Captured {
-    /// Captures every event at every level on this thread until the guard drops.
-    pub fn install(&self) -> tracing::subscriber::DefaultGuard {
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_writer(self.clone())
-            .with_ansi(false)
-            .without_time()
-            .finish();
-        tracing::subscriber::set_default(subscriber)
-    }
-}
-
-/// The lease of a grant `driver` must make for `request`.
-pub async fn granted(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn Lease> {
-    match driver.acquire(request).await.unwrap() {
-        Acquire::Granted(lease) => lease,
-        other => panic!("{:?} expected a grant, got {other:?}", request.owner),
-    }
-}
-
-/// The expiry `driver` reports when it must refuse `request` because the lock is held.
-pub async fn held(driver: &impl Driver, request: &AcquireRequest) -> Option<Duration> {
-    match driver.acquire(request).await.unwrap() {
-        Acquire::Held { expires_in } => expires_in,
-        other => panic!("{:?} expected Held, got {other:?}", request.owner),
     }
 }

@@ -3,11 +3,8 @@
 //! The binary is `$ROBIT_REDIS_SERVER`, or `redis-server` from `PATH`. The server is
 //! killed when the handle drops; if the test is failing at that moment, its log is
 //! printed, so a failure shows what the server saw.
-//!
-//! Also the few helpers the Redis driver's test files share: a driver for a server, a
-//! request for a name, and their TTL and time limit.
 
-#![allow(dead_code, unreachable_pub, missing_docs, clippy::print_stderr)]
+#![allow(clippy::print_stderr)]
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -15,28 +12,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use robit::redis::RedisDriver;
-use robit::{AcquireRequest, LockName, OwnerToken};
 use tempfile::TempDir;
 
-/// The lease TTL that [`request`] asks for.
-pub const TTL: Duration = Duration::from_secs(2);
-/// The time limit for an event a test waits for: reaching it means the event never came.
-pub const LONG: Duration = Duration::from_secs(20);
-
-/// A driver for `server`, without the quarantine, so a fresh server grants at once.
-pub fn driver(server: &RedisServer) -> RedisDriver {
-    RedisDriver::builder(&server.url())
-        .quarantine(Duration::ZERO)
-        .build()
-        .unwrap()
-}
-
-/// A request for the lock `name`, by owner `who`, for [`TTL`].
-pub fn request(name: &str, who: u128) -> AcquireRequest {
-    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
-}
-
+/// A `redis-server` of the test's own; killed on drop, its log printed if the test is failing.
+#[derive(Debug)]
 pub struct RedisServer {
     binary: PathBuf,
     dir: TempDir,
@@ -48,6 +27,7 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
+    /// A server with default settings.
     pub fn start() -> Self {
         Self::start_with(&[])
     }
@@ -173,14 +153,17 @@ impl RedisServer {
         )
     }
 
+    /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// Its `redis://` URL.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Its process id.
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("not running").id()
     }
@@ -221,6 +204,7 @@ impl RedisServer {
         }
     }
 
+    /// What it wrote to its log so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("redis.log")).unwrap_or_default()
     }
@@ -252,6 +236,7 @@ impl RedisServer {
         self.admin_as(&self.url()).await
     }
 
+    /// An admin connection to it, as the user and password in `url`.
     pub async fn admin_as(&self, url: &str) -> redis::aio::MultiplexedConnection {
         redis::Client::open(url)
             .expect("url")
@@ -270,86 +255,6 @@ impl Drop for RedisServer {
                 self.port,
                 self.log()
             );
-        }
-    }
-}
-
-/// A TCP proxy in front of a server that can freeze its existing connections — keep them
-/// open but stop forwarding, like a half-open connection after a network failure — while
-/// still serving new ones.
-pub struct FreezingProxy {
-    port: u16,
-    epoch: std::sync::Arc<std::sync::atomic::AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl FreezingProxy {
-    pub async fn start(upstream_port: u16) -> Self {
-        use std::sync::atomic::Ordering;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let port = listener.local_addr().expect("addr").port();
-        let epoch = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let shared = std::sync::Arc::clone(&epoch);
-        let task = tokio::spawn(async move {
-            while let Ok((client, _)) = listener.accept().await {
-                let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await
-                else {
-                    continue;
-                };
-                let born = shared.load(Ordering::SeqCst);
-                let epoch = std::sync::Arc::clone(&shared);
-                tokio::spawn(async move {
-                    let (mut client_read, mut client_write) = client.into_split();
-                    let (mut server_read, mut server_write) = server.into_split();
-                    let live = move || epoch.load(Ordering::SeqCst) == born;
-                    let live_too = live.clone();
-                    let up = forward(&mut client_read, &mut server_write, live);
-                    let down = forward(&mut server_read, &mut client_write, live_too);
-                    tokio::join!(up, down);
-                });
-            }
-        });
-        Self { port, epoch, task }
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// From now on, connections opened before this call forward nothing (and never close).
-    pub fn freeze_existing(&self) {
-        self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-impl Drop for FreezingProxy {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-async fn forward(
-    from: &mut tokio::net::tcp::OwnedReadHalf,
-    to: &mut tokio::net::tcp::OwnedWriteHalf,
-    live: impl Fn() -> bool,
-) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut buffer = [0_u8; 16 * 1024];
-    loop {
-        let Ok(read) = from.read(&mut buffer).await else {
-            return;
-        };
-        if read == 0 {
-            return;
-        }
-        if !live() {
-            // Frozen: swallow everything, keep the socket open.
-            std::future::pending::<()>().await;
-        }
-        if to.write_all(&buffer[..read]).await.is_err() {
-            return;
         }
     }
 }

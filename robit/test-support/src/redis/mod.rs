@@ -1,0 +1,34 @@
+//! Testing against a real Redis: a server of the test's own, a proxy that freezes a
+//! link, a connection that counts round trips, and the helpers the Redis driver's test
+//! files share — a driver for a server, a request for a name, their TTL and time limit.
+
+mod counting;
+mod proxy;
+mod server;
+
+use std::time::Duration;
+
+use robit::redis::RedisDriver;
+use robit::{AcquireRequest, LockName, OwnerToken};
+
+pub use counting::{Counted, CountingConnector};
+pub use proxy::FreezingProxy;
+pub use server::RedisServer;
+
+/// The lease TTL that [`request`] asks for.
+pub const TTL: Duration = Duration::from_secs(2);
+/// The time limit for an event a test waits for: reaching it means the event never came.
+pub const LONG: Duration = Duration::from_secs(20);
+
+/// A driver for `server`, without the quarantine, so a fresh server grants at once.
+pub fn driver(server: &RedisServer) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// A request for the lock `name`, by owner `who`, for [`TTL`].
+pub fn request(name: &str, who: u128) -> AcquireRequest {
+    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(who), TTL)
+}
