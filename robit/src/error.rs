@@ -1,88 +1,10 @@
-//! The errors robit returns. Each says what went wrong and what to do about it.
+//! The errors the mutex returns. Each says what went wrong and what to do about it.
+//! (What a driver reports, [`DriverError`], is part of the driver contract.)
 
 use std::time::Duration;
 
-use crate::LossReason;
-
-/// A boxed error from a backend library, kept as the `source` of a [`DriverError`].
-///
-/// # Example
-///
-/// ```
-/// use robit::{BoxError, DriverError};
-///
-/// let source: BoxError = "connection reset by peer".into();
-/// let err = DriverError::unavailable(source);
-/// assert!(std::error::Error::source(&err).is_some());
-/// ```
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
-
-/// A backend operation failed. Returned by [`Driver`](crate::Driver) and
-/// [`Lease`](crate::Lease) implementations.
-///
-/// The distinction that matters to the [`Mutex`](crate::Mutex) is whether retrying can
-/// help ([`DriverError::is_transient`]): a waiting `lock()` retries transient errors until
-/// its wait ends, and gives up at once on the others; the watchdog retries every renew
-/// failure until the validity deadline, because giving up early only loses the lease
-/// sooner.
-///
-/// # Example
-///
-/// ```
-/// use robit::DriverError;
-///
-/// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-/// let err = DriverError::unavailable(refused);
-/// assert!(err.is_transient());
-/// assert!(!DriverError::rejected("WRONGPASS invalid username-password pair").is_transient());
-/// ```
-#[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
-pub enum DriverError {
-    /// The backend could not be reached or dropped the connection. Transient.
-    #[error("lock backend unavailable ({source}); the operation is retried while time allows")]
-    Unavailable {
-        /// What the backend library reported.
-        #[source]
-        source: BoxError,
-    },
-    /// The backend did not answer in time. Transient.
-    #[error("lock backend did not answer within {0:?}; check its load and the network")]
-    Timeout(Duration),
-    /// The backend refused the request and will keep refusing it: bad credentials, a key
-    /// of the wrong type, a script error. Retrying does not help; fix the backend or its
-    /// configuration.
-    #[error("lock backend rejected the request: {reason}")]
-    Rejected {
-        /// The backend's explanation.
-        reason: String,
-        /// The backend library's error, when there is one.
-        #[source]
-        source: Option<BoxError>,
-    },
-}
-
-impl DriverError {
-    /// A transient connection failure.
-    pub fn unavailable(source: impl Into<BoxError>) -> Self {
-        Self::Unavailable {
-            source: source.into(),
-        }
-    }
-
-    /// A permanent refusal with the backend's explanation.
-    pub fn rejected(reason: impl Into<String>) -> Self {
-        Self::Rejected {
-            reason: reason.into(),
-            source: None,
-        }
-    }
-
-    /// Whether retrying the same request later can succeed.
-    pub fn is_transient(&self) -> bool {
-        matches!(self, Self::Unavailable { .. } | Self::Timeout(_))
-    }
-}
+use crate::driver::DriverError;
+use crate::loss::LossReason;
 
 /// [`MutexBuilder::build`](crate::MutexBuilder::build) rejected the configuration.
 ///

@@ -27,6 +27,11 @@
 //!
 //! # The pieces
 //!
+//! The source is laid out the same way: `mutex/` (the public face: [`Mutex`],
+//! [`MutexBuilder`], [`Guard`]), `engine/` (the state machine behind it, with the
+//! acquire loop and the watchdog as its children), `driver/` (the contract a backend
+//! implements), and the drivers `local/` and `redis/`.
+//!
 //! - [`Mutex`], built by [`MutexBuilder`]: lock/unlock, the watchdog, loss signalling,
 //!   [`Stats`]. Scoped style through [`Guard`], or explicit `acquire`/`unlock`.
 //! - [`Driver`] and [`Lease`]: the contract a backend implements. [`LocalDriver`] is the
@@ -60,54 +65,36 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-mod acquire;
 mod clock;
-mod config;
-mod core;
 mod driver;
+mod engine;
 mod entropy;
 mod error;
-mod fence;
-mod guard;
-mod lease;
 mod local;
 mod loss;
-mod mutant;
 mod mutex;
-mod name;
-mod owner;
 #[cfg(feature = "redis")]
 pub mod redis;
-mod request;
-mod stats;
-mod wake;
-mod watch;
-mod watchdog;
 
 pub use async_trait::async_trait;
 
 pub use crate::clock::{Clock, TokioClock};
-pub use crate::config::{
-    Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_DRIFT_FACTOR,
-    DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, MutexBuilder, Wait,
+pub use crate::driver::{
+    Acquire, AcquireRequest, BoxError, Driver, DriverError, FenceGate, FenceToken, Lease, LockName,
+    OwnerToken, ReleaseWatch, Renewal, StaleFence, Waiter,
 };
-pub use crate::driver::{Acquire, Driver};
-pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};
-pub use crate::error::{BoxError, ConfigError, DriverError, LockError, UnlockError};
-pub use crate::fence::{FenceGate, FenceToken, StaleFence};
-pub use crate::guard::Guard;
-pub use crate::lease::{Lease, Renewal};
-pub use crate::local::LocalDriver;
-pub use crate::loss::{LossEvent, LossReason};
 #[cfg(feature = "mutants")]
 #[doc(hidden)]
-pub use crate::mutant::Mutant;
-pub use crate::mutex::Mutex;
-pub use crate::name::LockName;
-pub use crate::owner::OwnerToken;
-pub use crate::request::{AcquireRequest, Waiter};
-pub use crate::stats::Stats;
-pub use crate::watch::ReleaseWatch;
+pub use crate::engine::Mutant;
+pub use crate::engine::{
+    Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_DRIFT_FACTOR,
+    DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, Stats, Wait,
+};
+pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};
+pub use crate::error::{ConfigError, LockError, UnlockError};
+pub use crate::local::LocalDriver;
+pub use crate::loss::{LossEvent, LossReason};
+pub use crate::mutex::{Guard, Mutex, MutexBuilder};
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::{FenceToken, LockName};
+use crate::driver::{FenceToken, LockName};
 
 /// Why a lease was lost.
 ///

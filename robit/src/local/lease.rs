@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::Shared;
-use crate::{DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
+use crate::driver::{DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
 
 pub(super) struct LocalLease {
     shared: Arc<Shared>,

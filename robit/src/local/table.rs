@@ -7,8 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::watch::WatchRegistry;
-use crate::{FenceToken, LockName, OwnerToken};
+use crate::driver::{FenceToken, LockName, OwnerToken, WatchRegistry};
 
 /// All grants of one local driver.
 ///

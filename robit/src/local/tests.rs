@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::LocalDriver;
-use crate::{Acquire, AcquireRequest, Driver, Lease, LockName, OwnerToken};
+use crate::driver::{Acquire, AcquireRequest, Driver, Lease, LockName, OwnerToken};
 
 const TTL: Duration = Duration::from_secs(10);
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use crate::FenceToken;
+use crate::driver::FenceToken;
 
 /// The acquire script's answer: `{1, fence, next}`, `{0, pttl}` or `{2, ms}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

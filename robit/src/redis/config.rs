@@ -17,7 +17,7 @@ pub const DEFAULT_HANDOFF_WINDOW: Duration = Duration::from_millis(500);
 /// Default time grants are suspended after the namespace's state was lost (or first
 /// created): at least the longest TTL any client uses, so that every grant made before
 /// the loss has lapsed before a new one is made.
-pub const DEFAULT_QUARANTINE: Duration = crate::DEFAULT_TTL;
+pub const DEFAULT_QUARANTINE: Duration = crate::engine::DEFAULT_TTL;
 
 /// [`RedisDriverBuilder::build`] rejected the configuration.
 ///
@@ -188,7 +188,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
                 namespace: self.namespace,
             });
         }
-        if self.quarantine > crate::MAX_TTL {
+        if self.quarantine > crate::engine::MAX_TTL {
             return Err(RedisConfigError::QuarantineTooLong {
                 quarantine: self.quarantine,
             });

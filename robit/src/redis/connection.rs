@@ -9,7 +9,7 @@ use redis::FromRedisValue;
 
 use super::scripts::ScriptCall;
 use super::{Connector, Inner, error};
-use crate::DriverError;
+use crate::driver::DriverError;
 
 impl<C: Connector> Inner<C> {
     fn slot(&self) -> MutexGuard<'_, Option<(u64, C::Connection)>> {

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-use crate::DriverError;
+use crate::driver::DriverError;
 
 /// A redis-rs error with robit's explanation in front.
 #[derive(Debug)]

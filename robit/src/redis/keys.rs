@@ -12,7 +12,7 @@
 //! single Redis Cluster slot. Lock names are arbitrary bytes; they come after the tag, so
 //! braces in a name do not change the slot.
 
-use crate::LockName;
+use crate::driver::LockName;
 
 use super::config::Settings;
 use super::scripts::Key;

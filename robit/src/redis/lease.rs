@@ -9,7 +9,7 @@ use super::answers::Freed;
 use super::config::millis_ceil;
 use super::scripts::{RELEASE, RENEW, ScriptCall};
 use super::{Connector, Inner};
-use crate::{DriverError, FenceToken, Lease, LockName, Renewal};
+use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
 
 pub(super) struct RedisLease<C: Connector> {
     pub(super) inner: Arc<Inner<C>>,

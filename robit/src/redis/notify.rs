@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::Connector;
 use super::answers::{Freed, parse_waiter};
 use super::waiters::Waiters;
-use crate::ReleaseWatch;
+use crate::driver::ReleaseWatch;
 
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);

@@ -20,8 +20,7 @@ use redis::{
 };
 
 use super::config::millis_ceil;
-use crate::Waiter;
-use crate::owner::hex128;
+use crate::driver::{Waiter, hex128};
 
 /// The exact text of every script the driver sends, hand-off prelude included.
 ///

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 
-use crate::ReleaseWatch;
+use crate::driver::ReleaseWatch;
 
 /// How many wakes are kept for waiters not (yet) registered. Most are for waiters of
 /// other processes, which share the namespace's channel; the oldest is forgotten first.

@@ -1,8 +1,27 @@
-//! The state a mutex shares with its watchdog, and the transitions between states.
+//! The engine of a mutex: its state machine, shared with its watchdog, and the
+//! transitions between states.
 //!
-//! Every transition that ends a hold — unlock, drop, loss — happens under one lock and
-//! checks the hold's id first, so exactly one of them wins for any hold: loss is
-//! signalled at most once, and never after an unlock that won the race.
+//! A mutex is idle, acquiring, or holding one grant (a *hold*). Every transition that
+//! ends a hold — unlock, drop, loss — happens under one lock and checks the hold's id
+//! first, so exactly one of them wins for any hold: loss is signalled at most once, and
+//! never after an unlock that won the race.
+//!
+//! The state machine is this module; the work around it lives in its children:
+//! [`acquire`] (the `lock()` loop), [`watchdog`] (renewal and the validity deadline),
+//! [`release`] (ending a hold), with [`hold`], [`timed`], [`config`], [`backoff`],
+//! [`stats`] and [`wake`].
+
+mod acquire;
+mod backoff;
+mod config;
+mod hold;
+#[cfg(feature = "mutants")]
+mod mutant;
+mod release;
+mod stats;
+mod timed;
+mod wake;
+mod watchdog;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,21 +31,53 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::mutant::Mutant;
-use crate::stats::StatsCells;
-use crate::watchdog::{self, Duty, Watched};
-use crate::{DriverError, FenceToken, Lease, LockError, LossEvent, LossReason, Stats, UnlockError};
+pub(crate) use self::acquire::acquire;
+pub use self::backoff::{Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, Wait};
+pub(crate) use self::config::{Config, Settings};
+pub use self::config::{
+    DEFAULT_DRIFT_FACTOR, DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN,
+};
+pub(crate) use self::hold::Installed;
+use self::hold::{Ended, Hold, Phase};
+#[cfg(feature = "mutants")]
+pub use self::mutant::Mutant;
+pub(crate) use self::release::unlock;
+use self::release::{in_background, release};
+pub use self::stats::Stats;
+use self::stats::StatsCells;
+use self::watchdog::{Duty, Watched};
+use crate::driver::{FenceToken, Lease};
+use crate::error::{LockError, UnlockError};
+use crate::loss::{LossEvent, LossReason};
 
+/// Owned by a mutex and its guards; when the last of them goes, the hold goes too, and
+/// the watchdog exits.
+pub(crate) struct Handle {
+    pub(crate) core: Arc<Core>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.core.release_in_background(None);
+        self.core.close();
+    }
+}
+
+/// One mutex's engine: its configuration, its counters and its state, shared by the
+/// mutex, its guards and its watchdog.
 pub(crate) struct Core {
     pub(crate) config: Config,
     pub(crate) stats: StatsCells,
-    state: StdMutex<Slots>,
+    /// Everything about the mutex that changes, behind one lock.
+    state: StdMutex<MutexState>,
+    /// The id the next hold gets.
     next_hold: AtomicU64,
 }
 
-struct Slots {
-    state: State,
+/// The mutable state of a mutex. Never locked across an `.await`.
+struct MutexState {
+    /// Where the mutex is in its cycle.
+    phase: Phase,
     /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
     last: Option<Ended>,
     /// The mutex's watchdog task, once a hold has started it.
@@ -48,71 +99,17 @@ struct Slots {
     closed: bool,
 }
 
-enum State {
-    Idle,
-    Acquiring,
-    Held(Hold),
-}
-
-impl Slots {
+impl MutexState {
     /// Takes the current hold (hold `id`, if given) and leaves the mutex idle.
     fn take_hold(&mut self, id: Option<u64>) -> Option<Hold> {
-        match std::mem::replace(&mut self.state, State::Idle) {
-            State::Held(hold) if id.is_none_or(|id| id == hold.id) => Some(hold),
+        match std::mem::replace(&mut self.phase, Phase::Idle) {
+            Phase::Held(hold) if id.is_none_or(|id| id == hold.id) => Some(hold),
             other => {
-                self.state = other;
+                self.phase = other;
                 None
             }
         }
     }
-}
-
-struct Ended {
-    id: u64,
-    unreported_loss: Option<LossReason>,
-}
-
-struct Hold {
-    id: u64,
-    lease: Arc<dyn Lease>,
-    fence: FenceToken,
-    /// When the acquire that granted the lease was sent: the first renew is timed from it.
-    sent: Instant,
-    acquired_at: Instant,
-    deadline: Instant,
-    lost: CancellationToken,
-}
-
-/// Runs backend work that nobody waits for any more — an abandoned acquire's grant, a
-/// cancelled unlock's release, a withdrawn waiter — on the current runtime. Outside a
-/// runtime there is nowhere to run it: what it would have freed lapses at its TTL.
-pub(crate) fn in_background(work: impl Future<Output = ()> + Send + 'static) {
-    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-        runtime.spawn(work);
-    }
-}
-
-/// Finishes a release in the background if `unlock()` is cancelled before the backend
-/// answers, so a cancelled unlock does not leave the grant until its TTL.
-struct PendingRelease {
-    core: Arc<Core>,
-    lease: Option<Arc<dyn Lease>>,
-}
-
-impl Drop for PendingRelease {
-    fn drop(&mut self) {
-        if let Some(lease) = self.lease.take() {
-            in_background(watchdog::release(Arc::clone(&self.core), lease));
-        }
-    }
-}
-
-/// What `lock()` hands to the guard of a new hold.
-pub(crate) struct Installed {
-    pub(crate) id: u64,
-    pub(crate) acquired_at: Instant,
-    pub(crate) fence: FenceToken,
-    pub(crate) lost: CancellationToken,
 }
 
 impl Core {
@@ -120,8 +117,8 @@ impl Core {
         Self {
             config,
             stats: StatsCells::default(),
-            state: StdMutex::new(Slots {
-                state: State::Idle,
+            state: StdMutex::new(MutexState {
+                phase: Phase::Idle,
                 last: None,
                 watchdog: None,
                 seen: 0,
@@ -134,7 +131,7 @@ impl Core {
         }
     }
 
-    fn slots(&self) -> MutexGuard<'_, Slots> {
+    fn state(&self) -> MutexGuard<'_, MutexState> {
         // Nothing panics while holding this lock; recover rather than propagate if a
         // panic ever does.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
@@ -146,21 +143,21 @@ impl Core {
 
     /// Idle → Acquiring, or `AlreadyHeld`.
     pub(crate) fn begin_acquire(&self) -> Result<(), LockError> {
-        let mut slots = self.slots();
-        match slots.state {
-            State::Idle => {
-                slots.state = State::Acquiring;
+        let mut state = self.state();
+        match state.phase {
+            Phase::Idle => {
+                state.phase = Phase::Acquiring;
                 Ok(())
             }
-            State::Acquiring | State::Held(_) => Err(LockError::AlreadyHeld),
+            Phase::Acquiring | Phase::Held(_) => Err(LockError::AlreadyHeld),
         }
     }
 
     /// Acquiring → Idle, when an acquire fails or is cancelled.
     pub(crate) fn abort_acquire(&self) {
-        let mut slots = self.slots();
-        if matches!(slots.state, State::Acquiring) {
-            slots.state = State::Idle;
+        let mut state = self.state();
+        if matches!(state.phase, Phase::Acquiring) {
+            state.phase = Phase::Idle;
         }
     }
 
@@ -178,8 +175,8 @@ impl Core {
         let fence = lease.fence();
         let lease_signals_loss = lease.signals_loss();
         let lost = CancellationToken::new();
-        let mut slots = self.slots();
-        slots.state = State::Held(Hold {
+        let mut state = self.state();
+        state.phase = Phase::Held(Hold {
             id,
             lease,
             fence,
@@ -192,20 +189,20 @@ impl Core {
         // renew is due, and the lease has no loss signal of its own to listen to: a
         // short hold then ends without the watchdog ever running (see `Duty`).
         let looks_in_time = !lease_signals_loss
-            && slots
+            && state
                 .idle_until
                 .is_some_and(|until| sent.checked_add(self.config.renew_period) >= Some(until));
-        match &slots.watchdog {
+        match &state.watchdog {
             Some(running) if running.serves(runtime) => {
                 if !looks_in_time {
                     running.wake();
                 }
             }
             _ => {
-                if let Some(stale) = slots.watchdog.take() {
+                if let Some(stale) = state.watchdog.take() {
                     stale.stop();
                 }
-                slots.watchdog = Some(watchdog::start(self, runtime));
+                state.watchdog = Some(watchdog::start(self, runtime));
             }
         }
         Installed {
@@ -222,19 +219,19 @@ impl Core {
         // Read before taking the lock: the clock may be the user's, and nothing it does
         // (a look at this mutex, say) must run under the mutex's own lock.
         let now = self.now();
-        let mut slots = self.slots();
-        let hold = match &slots.state {
-            State::Held(hold) => Some(Watched {
+        let mut state = self.state();
+        let hold = match &state.phase {
+            Phase::Held(hold) => Some(Watched {
                 id: hold.id,
                 lease: Arc::clone(&hold.lease),
                 sent: hold.sent,
                 deadline: hold.deadline,
             }),
-            State::Idle | State::Acquiring => None,
+            Phase::Idle | Phase::Acquiring => None,
         };
-        slots.idle_until = match &hold {
+        state.idle_until = match &hold {
             Some(hold) => {
-                slots.seen = hold.id;
+                state.seen = hold.id;
                 None
             }
             None => {
@@ -243,9 +240,9 @@ impl Core {
                 // then never has to wake its watchdog for a short hold, and one left
                 // unused costs its watchdog one look, not one per period.
                 let holds = self.next_hold.load(Ordering::Relaxed);
-                let unused = slots.holds_at_idle == holds
-                    && slots.idle_until.is_some_and(|until| now >= until);
-                slots.holds_at_idle = holds;
+                let unused = state.holds_at_idle == holds
+                    && state.idle_until.is_some_and(|until| now >= until);
+                state.holds_at_idle = holds;
                 if unused {
                     None
                 } else {
@@ -254,10 +251,10 @@ impl Core {
             }
         };
         Duty {
-            to_release: std::mem::take(&mut slots.to_release),
-            exit: slots.closed,
+            to_release: std::mem::take(&mut state.to_release),
+            exit: state.closed,
             hold,
-            idle_until: slots.idle_until,
+            idle_until: state.idle_until,
         }
     }
 
@@ -265,15 +262,15 @@ impl Core {
     /// released what it was given to release. Leases left with a watchdog that has
     /// since died (its runtime shut down) are released on the current runtime instead.
     pub(crate) fn close(self: &Arc<Self>) {
-        let mut slots = self.slots();
-        slots.closed = true;
-        match &slots.watchdog {
+        let mut state = self.state();
+        state.closed = true;
+        match &state.watchdog {
             Some(running) if running.is_alive() => running.wake(),
             _ => {
-                let orphans = std::mem::take(&mut slots.to_release);
-                drop(slots);
+                let orphans = std::mem::take(&mut state.to_release);
+                drop(state);
                 for lease in orphans {
-                    in_background(watchdog::release(Arc::clone(self), lease));
+                    in_background(release(Arc::clone(self), lease));
                 }
             }
         }
@@ -281,8 +278,8 @@ impl Core {
 
     /// Publishes a renewed deadline; false if the hold is no longer current.
     pub(crate) fn extend(&self, id: u64, deadline: Instant) -> bool {
-        match &mut self.slots().state {
-            State::Held(hold) if hold.id == id => {
+        match &mut self.state().phase {
+            Phase::Held(hold) if hold.id == id => {
                 hold.deadline = deadline;
                 true
             }
@@ -293,15 +290,16 @@ impl Core {
     /// Ends hold `id` as lost and signals it through every channel, unless the hold
     /// already ended. Returns whether this call signalled.
     pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
-        if self.config.has(Mutant::NoLossSignal) {
+        #[cfg(feature = "mutants")]
+        if self.config.planted(mutant::Mutant::NoLossSignal) {
             return false;
         }
         let hold = {
-            let mut slots = self.slots();
-            let Some(hold) = slots.take_hold(Some(id)) else {
+            let mut state = self.state();
+            let Some(hold) = state.take_hold(Some(id)) else {
                 return false;
             };
-            slots.last = Some(Ended {
+            state.last = Some(Ended {
                 id,
                 unreported_loss: Some(reason),
             });
@@ -327,24 +325,24 @@ impl Core {
 
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
     fn end_voluntarily(&self, id: Option<u64>) -> Result<(Hold, Instant), UnlockError> {
-        let mut slots = self.slots();
-        if let Some(hold) = slots.take_hold(id) {
-            slots.last = Some(Ended {
+        let mut state = self.state();
+        if let Some(hold) = state.take_hold(id) {
+            state.last = Some(Ended {
                 id: hold.id,
                 unreported_loss: None,
             });
-            if let Some(running) = &slots.watchdog
-                && slots.seen == hold.id
+            if let Some(running) = &state.watchdog
+                && state.seen == hold.id
             {
                 running.wake();
             }
-            drop(slots);
+            drop(state);
             let now = self.now();
             self.stats
                 .released(now.saturating_duration_since(hold.acquired_at));
             return Ok((hold, now));
         }
-        match slots.last.as_mut() {
+        match state.last.as_mut() {
             Some(ended) if id.is_none_or(|id| id == ended.id) => match ended.unreported_loss.take()
             {
                 Some(reason) => Err(UnlockError::Lost(reason)),
@@ -352,40 +350,6 @@ impl Core {
             },
             _ => Err(UnlockError::AlreadyReleased),
         }
-    }
-
-    /// Unlocks and waits for the backend to confirm the release.
-    pub(crate) async fn unlock(self: &Arc<Self>, id: Option<u64>) -> Result<(), UnlockError> {
-        let (hold, now) = self.end_voluntarily(id)?;
-        if self.config.has(Mutant::LossAfterUnlock) {
-            let event = LossEvent {
-                name: self.config.name.clone(),
-                fence: hold.fence,
-                reason: LossReason::DeadlinePassed,
-                held_for: now.saturating_duration_since(hold.acquired_at),
-            };
-            self.config
-                .on_lost
-                .iter()
-                .for_each(|callback| callback(&event));
-        }
-        let mut pending = PendingRelease {
-            core: Arc::clone(self),
-            lease: Some(Arc::clone(&hold.lease)),
-        };
-        let result = self
-            .within_from(now, self.config.renew_timeout, hold.lease.release())
-            .await;
-        pending.lease = None;
-        match &result {
-            Ok(()) => {
-                tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "released")
-            }
-            Err(error) => {
-                tracing::warn!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), %error, "release not confirmed; the grant lapses at its expiry")
-            }
-        }
-        Ok(result?)
     }
 
     /// Ends the current hold (or hold `id`) and has its lease released in the background:
@@ -398,72 +362,46 @@ impl Core {
         };
         tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
         let runtime = tokio::runtime::Handle::try_current().ok();
-        let mut slots = self.slots();
-        match (&slots.watchdog, &runtime) {
+        let mut state = self.state();
+        match (&state.watchdog, &runtime) {
             (Some(running), Some(runtime)) if running.serves(runtime) => running.wake(),
             (Some(running), None) if running.is_alive() => running.wake(),
             _ => {
-                drop(slots);
-                in_background(watchdog::release(Arc::clone(self), hold.lease));
+                drop(state);
+                in_background(release(Arc::clone(self), hold.lease));
                 return;
             }
         }
-        slots.to_release.push(hold.lease);
+        state.to_release.push(hold.lease);
     }
 
     /// Whether hold `id` (or any hold) is current and inside its validity deadline.
     pub(crate) fn is_held(&self, id: Option<u64>) -> bool {
         let now = self.now();
-        let ignore_deadline = self.config.has(Mutant::NoLossSignal);
-        matches!(&self.slots().state, State::Held(hold) if id.is_none_or(|id| id == hold.id) && (ignore_deadline || now < hold.deadline))
+        let phase = &self.state().phase;
+        #[cfg(feature = "mutants")]
+        if self.config.planted(mutant::Mutant::NoLossSignal) {
+            return matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id));
+        }
+        matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id) && now < hold.deadline)
     }
 
     /// The current hold's fencing token and lost signal.
     pub(crate) fn current(&self) -> Option<(FenceToken, CancellationToken)> {
-        match &self.slots().state {
-            State::Held(hold) => Some((hold.fence, hold.lost.child_token())),
-            State::Idle | State::Acquiring => None,
+        match &self.state().phase {
+            Phase::Held(hold) => Some((hold.fence, hold.lost.child_token())),
+            Phase::Idle | Phase::Acquiring => None,
         }
     }
 
     pub(crate) fn stats(&self) -> Stats {
-        let current = match &self.slots().state {
-            State::Held(hold) => Some(hold.acquired_at),
-            State::Idle | State::Acquiring => None,
+        let current = match &self.state().phase {
+            Phase::Held(hold) => Some(hold.acquired_at),
+            Phase::Idle | Phase::Acquiring => None,
         };
         let held = current.map_or(Duration::ZERO, |since| {
             self.now().saturating_duration_since(since)
         });
         self.stats.snapshot(held)
-    }
-
-    /// Runs a backend call with a time limit on this mutex's clock.
-    pub(crate) async fn within<T>(
-        &self,
-        limit: Duration,
-        call: impl Future<Output = Result<T, DriverError>>,
-    ) -> Result<T, DriverError> {
-        self.within_from(self.now(), limit, call).await
-    }
-
-    /// Runs a backend call that may take until `limit` after `start`, a clock reading the
-    /// caller already has. A driver that bounds its own calls at least as tightly, on
-    /// the same (tokio's) time, is left to do so: a second timer would not fire first.
-    pub(crate) async fn within_from<T>(
-        &self,
-        start: Instant,
-        limit: Duration,
-        call: impl Future<Output = Result<T, DriverError>>,
-    ) -> Result<T, DriverError> {
-        if self.config.driver_limit.is_some_and(|own| own <= limit) {
-            return call.await;
-        }
-        let clock = &self.config.clock;
-        let until = start + limit;
-        tokio::select! {
-            biased;
-            result = call => result,
-            () = clock.sleep_until(until) => Err(DriverError::Timeout(limit)),
-        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::Entropy;
+use crate::entropy::Entropy;
 
 /// A random 128-bit token naming the owner of one grant.
 ///

@@ -79,8 +79,7 @@ use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
-use crate::owner::hex128;
-use crate::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch};
+use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
 
 /// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
 ///
@@ -182,7 +181,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         let inner = &self.inner;
         let settings = &inner.settings;
-        if request.ttl > crate::MAX_TTL {
+        if request.ttl > crate::engine::MAX_TTL {
             return Err(DriverError::rejected(format!(
                 "a TTL of {:?} is longer than a year; the Redis driver refuses it",
                 request.ttl

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::{LockName, OwnerToken};
+use super::{LockName, OwnerToken};
 
 /// One acquire attempt, as the [`Mutex`](crate::Mutex) asks it of a
 /// [`Driver`](crate::Driver).

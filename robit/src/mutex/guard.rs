@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
-use crate::core::Installed;
-use crate::mutex::Handle;
-use crate::{FenceToken, UnlockError};
+use crate::driver::FenceToken;
+use crate::engine::{self, Handle, Installed};
+use crate::error::UnlockError;
 
 /// Proof of one hold of a [`Mutex`](crate::Mutex), returned by `lock()`.
 ///
@@ -85,7 +85,7 @@ impl Guard {
     /// backend did not confirm (the lock is released locally either way).
     pub async fn unlock(mut self) -> Result<(), UnlockError> {
         self.armed = false;
-        self.handle.core.unlock(Some(self.id)).await
+        engine::unlock(&self.handle.core, Some(self.id)).await
     }
 
     /// Gives the hold to the mutex: it stays held until

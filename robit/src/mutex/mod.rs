@@ -1,15 +1,20 @@
-//! The distributed mutex.
+//! The distributed mutex as its users see it: [`Mutex`], built by [`MutexBuilder`],
+//! and the [`Guard`] of a hold. What happens underneath is the engine's
+//! ([`crate::engine`]).
+
+mod builder;
+mod guard;
 
 use std::fmt;
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::config::Config;
-use crate::core::Core;
-use crate::{
-    Driver, FenceToken, Guard, LockError, LockName, MutexBuilder, Stats, UnlockError, Wait,
-};
+pub use self::builder::MutexBuilder;
+pub use self::guard::Guard;
+use crate::driver::{Driver, FenceToken, LockName};
+use crate::engine::{self, Config, Core, Handle, Stats, Wait};
+use crate::error::{LockError, UnlockError};
 
 /// A distributed mutex: one would-be holder of one named lock on a backend.
 ///
@@ -64,18 +69,6 @@ use crate::{
 /// ```
 pub struct Mutex {
     handle: Arc<Handle>,
-}
-
-/// Owned by the mutex and its guards; when the last of them goes, the hold goes too.
-pub(crate) struct Handle {
-    pub(crate) core: Arc<Core>,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.core.release_in_background(None);
-        self.core.close();
-    }
 }
 
 impl Mutex {
@@ -134,7 +127,7 @@ impl Mutex {
     ///
     /// As [`lock`](Self::lock) and [`try_lock`](Self::try_lock).
     pub async fn lock_with(&self, wait: Wait) -> Result<Guard, LockError> {
-        let installed = crate::acquire::acquire(self.core(), wait).await?;
+        let installed = engine::acquire(self.core(), wait).await?;
         Ok(Guard::new(Arc::clone(&self.handle), installed))
     }
 
@@ -158,7 +151,7 @@ impl Mutex {
     /// first time after the lease was lost; [`UnlockError::Backend`] if the backend did
     /// not confirm (the lock is released locally either way).
     pub async fn unlock(&self) -> Result<(), UnlockError> {
-        self.core().unlock(None).await
+        engine::unlock(self.core(), None).await
     }
 
     /// Whether this mutex holds the lock now: acquired, not unlocked, not lost, and

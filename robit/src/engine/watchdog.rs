@@ -19,18 +19,20 @@
 //! the mutex and its guards is gone; it exits then, after handing any lease still to be
 //! released to a release task of its own.
 
-use std::pin::pin;
+use std::future::Future;
+use std::pin::{Pin, pin};
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::config::{MIN_RETRY_DELAY, half_jitter};
-use crate::core::Core;
-use crate::mutant::Mutant;
-use crate::wake::Wake;
-use crate::{DriverError, Lease, LossReason, Renewal};
+use super::Core;
+use super::backoff::{MIN_RETRY_DELAY, half_jitter};
+use super::release::release;
+use super::wake::Wake;
+use crate::driver::{DriverError, Lease, Renewal};
+use crate::loss::LossReason;
 
 /// A mutex's running watchdog, as the mutex sees it.
 pub(crate) struct Running {
@@ -189,20 +191,7 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
 
         let sent = clock.now();
         let attempt_end = (sent + config.renew_timeout).min(deadline);
-        let mut renew = pin!(lease.renew(config.ttl));
-        let attempt = loop {
-            tokio::select! {
-                biased;
-                () = wake.woken() => {
-                    if ended() {
-                        break Attempt::Stopped;
-                    }
-                }
-                () = &mut driver_lost => break Attempt::DriverSignalled,
-                result = &mut renew => break Attempt::Done(result),
-                () = clock.sleep_until(attempt_end) => break Attempt::TimedOut,
-            }
-        };
+        let attempt = renew_once(core, wake, id, &*lease, &mut driver_lost, attempt_end).await;
 
         match attempt {
             Attempt::Stopped => break None,
@@ -219,11 +208,11 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(clock.now());
-                deadline = if config.has(Mutant::ValidityFromReceive) {
-                    clock.now()
-                } else {
-                    sent
-                } + config.validity;
+                #[cfg(not(feature = "mutants"))]
+                let from = sent;
+                #[cfg(feature = "mutants")]
+                let from = super::mutant::validity_from(config, sent, clock.now());
+                deadline = from + config.validity;
                 if !core.extend(id, deadline) {
                     break 'hold None;
                 }
@@ -245,13 +234,30 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     }
 }
 
-/// Releases a lease nobody waits on, once, bounded by the renew timeout.
-pub(crate) async fn release(core: Arc<Core>, lease: Arc<dyn Lease>) {
-    if let Err(error) = core
-        .within(core.config.renew_timeout, lease.release())
-        .await
-    {
-        tracing::warn!(target: "robit", %error, "release not confirmed; the grant lapses at its expiry");
+/// Sends one renew and waits for what ends it: its answer, its timer, a wake that finds
+/// the hold ended, or the driver's own loss signal.
+async fn renew_once<F: Future<Output = ()>>(
+    core: &Arc<Core>,
+    wake: &Wake,
+    id: u64,
+    lease: &dyn Lease,
+    driver_lost: &mut Pin<&mut F>,
+    attempt_end: Instant,
+) -> Attempt {
+    let config = &core.config;
+    let mut renew = pin!(lease.renew(config.ttl));
+    loop {
+        tokio::select! {
+            biased;
+            () = wake.woken() => {
+                if !review(core, Some(id)).0 {
+                    return Attempt::Stopped;
+                }
+            }
+            () = driver_lost.as_mut() => return Attempt::DriverSignalled,
+            result = &mut renew => return Attempt::Done(result),
+            () = config.clock.sleep_until(attempt_end) => return Attempt::TimedOut,
+        }
     }
 }
 

@@ -11,9 +11,9 @@ use async_trait::async_trait;
 
 use self::lease::LocalLease;
 use self::table::Table;
-use crate::watch::WatchRegistry;
-use crate::{
-    Acquire, AcquireRequest, Clock, Driver, DriverError, LockName, ReleaseWatch, TokioClock,
+use crate::clock::{Clock, TokioClock};
+use crate::driver::{
+    Acquire, AcquireRequest, Driver, DriverError, LockName, ReleaseWatch, WatchRegistry,
 };
 
 /// An in-process lock backend with the full driver contract: TTL expiry on an injected

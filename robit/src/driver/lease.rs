@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{DriverError, FenceToken};
+use super::{DriverError, FenceToken};
 
 /// The outcome of a renew that reached the backend.
 ///

@@ -1,4 +1,16 @@
-//! The backend contract: [`Driver`] and [`Lease`].
+//! The driver-author contract: what a backend implements ([`Driver`], [`Lease`]) and the
+//! types that cross the boundary between the mutex and a driver — the request, the
+//! owner token, the lock name, the fencing token, the release watch, the driver's error.
+//!
+//! Nothing here depends on the mutex's engine: a driver author reads this folder alone.
+
+mod error;
+mod fence;
+mod lease;
+mod name;
+mod owner;
+mod request;
+mod watch;
 
 use std::fmt;
 use std::sync::Arc;
@@ -6,7 +18,16 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::{AcquireRequest, DriverError, Lease, ReleaseWatch};
+pub use self::error::{BoxError, DriverError};
+pub use self::fence::{FenceGate, FenceToken, StaleFence};
+pub use self::lease::{Lease, Renewal};
+pub use self::name::LockName;
+pub use self::owner::OwnerToken;
+#[cfg(feature = "redis")]
+pub(crate) use self::owner::hex128;
+pub use self::request::{AcquireRequest, Waiter};
+pub use self::watch::ReleaseWatch;
+pub(crate) use self::watch::WatchRegistry;
 
 /// A lock backend: grants leases on lock names.
 ///

@@ -1,0 +1,207 @@
+//! The mutex's configuration: its defaults, the settings a builder collects, and their
+//! validation into the [`Config`] the engine runs on.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::backoff::{Backoff, Wait};
+use crate::clock::{Clock, TokioClock};
+use crate::driver::{Driver, LockName};
+use crate::entropy::{Entropy, OsEntropy};
+use crate::error::ConfigError;
+use crate::loss::LossEvent;
+
+/// Default lease TTL.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(30);
+/// Default drift factor: clocks may disagree about elapsed time by 1 %.
+pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
+/// Default safety margin subtracted from every validity deadline. It absorbs the
+/// granularity of timers (tokio's is 1 ms) and of backend expiry (Redis's is 1 ms).
+pub const DEFAULT_SAFETY_MARGIN: Duration = Duration::from_millis(2);
+/// The smallest safety margin [`MutexBuilder::build`](crate::MutexBuilder::build) accepts. Timers fire up to a
+/// millisecond late (tokio's granularity); a smaller margin could let the loss signal
+/// arrive after the backend has freed the grant.
+pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(1);
+/// The longest TTL [`MutexBuilder::build`](crate::MutexBuilder::build) accepts. Longer leases are indistinguishable
+/// from no lease at all, and deadline arithmetic must not overflow.
+pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
+
+pub(crate) type LostCallback = Arc<dyn Fn(&LossEvent) + Send + Sync>;
+
+/// A validated configuration, shared by a mutex and its watchdog.
+pub(crate) struct Config {
+    pub(crate) name: LockName,
+    pub(crate) driver: Arc<dyn Driver>,
+    /// The driver's own bound on each call ([`Driver::call_limit`]), read once.
+    pub(crate) driver_limit: Option<Duration>,
+    pub(crate) ttl: Duration,
+    /// TTL less drift and margin: how long after an acquire's or renew's send time the
+    /// client may believe it holds the lock.
+    pub(crate) validity: Duration,
+    pub(crate) renew_period: Duration,
+    pub(crate) renew_timeout: Duration,
+    pub(crate) drift_factor: f64,
+    pub(crate) safety_margin: Duration,
+    /// A planted bug, for the simulation harness.
+    #[cfg(feature = "mutants")]
+    pub(crate) mutant: Option<super::mutant::Mutant>,
+    pub(crate) wait: Wait,
+    pub(crate) backoff: Backoff,
+    pub(crate) on_lost: Vec<LostCallback>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) entropy: Arc<dyn Entropy>,
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Config")
+            .field("name", &self.name)
+            .field("ttl", &self.ttl)
+            .field("validity", &self.validity)
+            .field("renew_period", &self.renew_period)
+            .field("renew_timeout", &self.renew_timeout)
+            .field("drift_factor", &self.drift_factor)
+            .field("safety_margin", &self.safety_margin)
+            .field("wait", &self.wait)
+            .field("backoff", &self.backoff)
+            .field("on_lost", &self.on_lost.len())
+            .field("clock", &self.clock)
+            .field("entropy", &self.entropy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a [`MutexBuilder`](crate::MutexBuilder) collects, before validation.
+pub(crate) struct Settings {
+    pub(crate) name: LockName,
+    pub(crate) driver: Arc<dyn Driver>,
+    pub(crate) ttl: Duration,
+    pub(crate) renew_period: Option<Duration>,
+    pub(crate) renew_timeout: Option<Duration>,
+    pub(crate) drift_factor: f64,
+    pub(crate) safety_margin: Duration,
+    pub(crate) wait: Wait,
+    pub(crate) backoff: Backoff,
+    pub(crate) on_lost: Vec<LostCallback>,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// Whether `clock` was injected: then the mutex's time is not tokio's, which a
+    /// driver's own timers run on.
+    pub(crate) injected_clock: bool,
+    pub(crate) entropy: Arc<dyn Entropy>,
+    #[cfg(feature = "mutants")]
+    pub(crate) mutant: Option<super::mutant::Mutant>,
+}
+
+impl Settings {
+    /// The defaults, for lock `name` over `driver`.
+    pub(crate) fn new(name: LockName, driver: Arc<dyn Driver>) -> Self {
+        Self {
+            name,
+            driver,
+            ttl: DEFAULT_TTL,
+            renew_period: None,
+            renew_timeout: None,
+            drift_factor: DEFAULT_DRIFT_FACTOR,
+            safety_margin: DEFAULT_SAFETY_MARGIN,
+            wait: Wait::default(),
+            backoff: Backoff::default(),
+            on_lost: Vec::new(),
+            clock: Arc::new(TokioClock),
+            injected_clock: false,
+            entropy: Arc::new(OsEntropy::new()),
+            #[cfg(feature = "mutants")]
+            mutant: None,
+        }
+    }
+
+    pub(crate) fn validate(self) -> Result<Config, ConfigError> {
+        if self.name.is_empty() {
+            return Err(ConfigError::EmptyName);
+        }
+        if self.ttl.is_zero() {
+            return Err(ConfigError::ZeroTtl);
+        }
+        if self.ttl > MAX_TTL {
+            return Err(ConfigError::TtlTooLong { ttl: self.ttl });
+        }
+        if !(0.0..0.5).contains(&self.drift_factor) {
+            return Err(ConfigError::DriftOutOfRange {
+                drift_factor: self.drift_factor,
+            });
+        }
+        if self.safety_margin < MIN_SAFETY_MARGIN {
+            return Err(ConfigError::MarginTooSmall {
+                safety_margin: self.safety_margin,
+            });
+        }
+        let drift = self.drift_factor;
+        #[cfg(feature = "mutants")]
+        let drift = if self.mutant == Some(super::mutant::Mutant::DriftIgnored) {
+            0.0
+        } else {
+            drift
+        };
+        let validity = self
+            .ttl
+            .mul_f64(1.0 - drift)
+            .saturating_sub(self.safety_margin);
+        if validity.is_zero() {
+            return Err(ConfigError::NoValidity {
+                ttl: self.ttl,
+                safety_margin: self.safety_margin,
+            });
+        }
+        let renew_period = self.renew_period.unwrap_or(self.ttl / 3);
+        let renew_timeout = self.renew_timeout.unwrap_or(self.ttl / 3);
+        if renew_period.is_zero() {
+            return Err(ConfigError::ZeroRenewPeriod);
+        }
+        if renew_timeout.is_zero() {
+            return Err(ConfigError::ZeroRenewTimeout);
+        }
+        // The first renew may time out; what is left before the deadline must give a
+        // retry at least half an attempt's time.
+        let first_attempt_ends = renew_period.saturating_add(renew_timeout);
+        if first_attempt_ends.saturating_add(renew_timeout / 2) > validity {
+            return Err(ConfigError::NoRoomToRetry {
+                renew_period,
+                renew_timeout,
+                validity,
+            });
+        }
+        if self.backoff.base.is_zero()
+            || self.backoff.max < self.backoff.base
+            || self.backoff.max > MAX_TTL
+        {
+            return Err(ConfigError::InvalidBackoff {
+                base: self.backoff.base,
+                max: self.backoff.max,
+            });
+        }
+        Ok(Config {
+            name: self.name,
+            // A driver's own timers run on tokio's time; they stand in for the mutex's
+            // only if that is the mutex's time too.
+            driver_limit: if self.injected_clock {
+                None
+            } else {
+                self.driver.call_limit()
+            },
+            driver: self.driver,
+            ttl: self.ttl,
+            validity,
+            renew_period,
+            renew_timeout,
+            drift_factor: self.drift_factor,
+            safety_margin: self.safety_margin,
+            wait: self.wait,
+            backoff: self.backoff,
+            on_lost: self.on_lost,
+            clock: self.clock,
+            entropy: self.entropy,
+            #[cfg(feature = "mutants")]
+            mutant: self.mutant,
+        })
+    }
+}
