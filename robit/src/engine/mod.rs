@@ -50,19 +50,6 @@ use crate::driver::{FenceToken, Lease};
 use crate::error::{LockError, UnlockError};
 use crate::loss::{LossEvent, LossReason};
 
-/// Owned by a mutex and its guards; when the last of them goes, the hold goes too, and
-/// the watchdog exits.
-pub(crate) struct Handle {
-    pub(crate) core: Arc<Core>,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        self.core.release_in_background(None);
-        self.core.close();
-    }
-}
-
 /// One mutex's engine: its configuration, its counters and its state, shared by the
 /// mutex, its guards and its watchdog.
 pub(crate) struct Core {

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
+use super::Handle;
 use crate::driver::FenceToken;
-use crate::engine::{self, Handle, Installed};
+use crate::engine::{self, Installed};
 use crate::error::UnlockError;
 
 /// Proof of one hold of a [`Mutex`](crate::Mutex), returned by `lock()`.

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::builder::MutexBuilder;
 pub use self::guard::Guard;
 use crate::driver::{Driver, FenceToken, LockName};
-use crate::engine::{self, Config, Core, Handle, Stats, Wait};
+use crate::engine::{self, Config, Core, Stats, Wait};
 use crate::error::{LockError, UnlockError};
 
 /// A distributed mutex: one would-be holder of one named lock on a backend.
@@ -69,6 +69,19 @@ use crate::error::{LockError, UnlockError};
 /// ```
 pub struct Mutex {
     handle: Arc<Handle>,
+}
+
+/// Owned by a mutex and its guards; when the last of them goes, the hold goes too, and
+/// the watchdog exits.
+pub(crate) struct Handle {
+    pub(crate) core: Arc<Core>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.core.release_in_background(None);
+        self.core.close();
+    }
 }
 
 impl Mutex {
