@@ -1,0 +1,39 @@
+//! What robit's benchmarks share: the runtime their clients run on, the lease TTL every
+//! library is given, and robit's Redis driver for a bench's own server.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use robit::redis::{RedisDriver, UrlConnector};
+
+use crate::redis::{CountingConnector, RedisServer};
+
+/// The lease TTL, for robit and every library it is measured against. Long enough that
+/// no lease expires during a measurement, so no cycle waits out a TTL.
+pub const TTL: Duration = Duration::from_secs(10);
+
+/// The runtime every benchmark runs its clients on: one thread, so that the libraries
+/// measured side by side share it turn by turn, and the client's CPU time is that
+/// thread's.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// robit's Redis driver for `server`, its command connection counting round trips into
+/// `round_trips`. Default settings but the quarantine, which is off only because the
+/// server is fresh: its first grant would otherwise wait the quarantine out. The
+/// acquire script checks the quarantine either way.
+pub fn robit_driver(
+    server: &RedisServer,
+    round_trips: &Arc<AtomicU64>,
+) -> RedisDriver<CountingConnector> {
+    let url = UrlConnector::new(&server.url()).unwrap();
+    RedisDriver::with_connector(CountingConnector::new(url, round_trips))
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
