@@ -1,28 +1,32 @@
-//! The two libraries behind one interface.
+//! The two libraries behind one interface, as a task in a loop sees a lock.
 
 use std::future::Future;
 use std::time::Duration;
 
 use robit::redis::RedisDriver;
 use robit::{Guard, LockError, Mutex, Wait};
+use robit_test_support::bench::TTL;
+use robit_test_support::redis::CountingConnector;
 use rslock::LockManager;
 
-use crate::{TTL, WAIT_BUDGET};
+/// How long a contended lock call may wait before giving up, for both libraries.
+pub(crate) const WAIT_BUDGET: Duration = Duration::from_secs(2);
 
 /// One lock, as a contender in a loop sees it.
 pub(crate) trait Locker: Send + 'static {
     type Held: Send;
 
-    /// Acquires, waiting up to the library's budget; `None` if it gave up.
+    /// Acquires, waiting up to [`WAIT_BUDGET`]; `None` if it gave up.
     fn lock(&mut self) -> impl Future<Output = Option<Self::Held>> + Send;
 
     fn unlock(&mut self, held: Self::Held) -> impl Future<Output = ()> + Send;
 }
 
+/// robit's mutex on the bench's driver: default settings but the TTL and the wait.
 pub(crate) struct Robit(Mutex);
 
 impl Robit {
-    pub(crate) fn new(driver: &RedisDriver, name: &str) -> Self {
+    pub(crate) fn new(driver: &RedisDriver<CountingConnector>, name: &str) -> Self {
         Self(
             Mutex::builder(name, driver.clone())
                 .ttl(TTL)
@@ -49,6 +53,7 @@ impl Locker for Robit {
     }
 }
 
+/// rslock's manager, on the bench's one server (quorum 1), for one key.
 pub(crate) struct Rslock {
     manager: LockManager,
     key: String,
@@ -86,25 +91,9 @@ pub(crate) async fn cycle(locker: &mut impl Locker) {
     locker.unlock(held).await;
 }
 
-/// rslock's retry delays for the contention phase, in ms.
-pub(crate) fn rslock_delays() -> Vec<u64> {
-    let delays: Vec<u64> = std::env::var("ROBIT_BENCH_RSLOCK_DELAYS")
-        .unwrap_or_else(|_| "10,200".to_owned())
-        .split(',')
-        .map(|d| {
-            d.trim()
-                .parse()
-                .expect("ROBIT_BENCH_RSLOCK_DELAYS: milliseconds")
-        })
-        .collect();
-    // rslock sleeps a random whole number of ms in [0, delay): 1 ms would never sleep,
-    // 0 ms panics.
-    assert!(
-        delays.iter().all(|&d| d >= 2),
-        "rslock retry delays must be at least 2 ms"
-    );
-    delays
-}
+/// rslock's retry delays in the contention scenario, in ms: short polling, and rslock's
+/// default. It sleeps a random whole number of ms in `0..delay` between attempts.
+pub(crate) const RSLOCK_DELAYS: [u64; 2] = [10, 200];
 
 /// rslock's mean sleep between attempts for a retry delay: uniform over the whole
 /// milliseconds `0..delay`.
@@ -113,7 +102,14 @@ pub(crate) fn rslock_mean_sleep(delay_ms: u64) -> Duration {
 }
 
 /// rslock's attempt count (its "retry count" counts every attempt, the first included)
-/// for the sleeps between them to add up to the wait budget on average.
+/// for the sleeps between them to add up to [`WAIT_BUDGET`] on average.
 pub(crate) fn rslock_attempts(delay_ms: u64) -> u32 {
     (WAIT_BUDGET.as_secs_f64() / rslock_mean_sleep(delay_ms).as_secs_f64()).round() as u32 + 1
+}
+
+/// A manager for `url` that retries with `delay` as often as makes [`WAIT_BUDGET`].
+pub(crate) fn rslock_manager(url: &str, delay_ms: u64) -> LockManager {
+    let mut manager = LockManager::new(vec![url]);
+    manager.set_retry(rslock_attempts(delay_ms), Duration::from_millis(delay_ms));
+    manager
 }

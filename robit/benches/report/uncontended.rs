@@ -1,0 +1,87 @@
+//! Scenario (a): one task, one key, lock + unlock in a loop.
+
+use std::time::{Duration, Instant};
+
+use rslock::LockManager;
+
+use crate::lockers::{Locker, Robit, Rslock, cycle};
+use crate::meter::{Meter, RoundTrips, Work};
+use crate::table::{Table, Unit, percentile};
+use crate::{RSLOCK, Setup, scaled};
+
+/// Measured rounds per library, alternating which goes first.
+const ROUNDS: usize = 10;
+
+#[derive(Default)]
+struct Solo {
+    samples: Vec<Duration>,
+    elapsed: Duration,
+    work: Work,
+}
+
+impl Solo {
+    async fn round(&mut self, locker: &mut impl Locker, meter: &mut Meter, trips: &RoundTrips) {
+        meter.reset(trips).await;
+        let start = Instant::now();
+        for _ in 0..scaled(500) {
+            let t = Instant::now();
+            cycle(locker).await;
+            self.samples.push(t.elapsed());
+        }
+        self.elapsed += start.elapsed();
+        self.work += meter.read(trips).await;
+    }
+
+    fn figures(mut self) -> Vec<f64> {
+        self.samples.sort();
+        let n = self.samples.len();
+        let mut figures = self.work.per(n).to_vec();
+        figures.extend([
+            n as f64 / self.elapsed.as_secs_f64(),
+            percentile(&self.samples, 0.5),
+            percentile(&self.samples, 0.99),
+        ]);
+        figures
+    }
+}
+
+pub(crate) async fn run(setup: &mut Setup) {
+    let Setup {
+        server,
+        driver,
+        robit: robit_trips,
+        meter,
+    } = setup;
+    let mut robit = Robit::new(driver, "solo");
+    let mut rslock = Rslock::new(&LockManager::new(vec![server.url()]), "solo");
+    // Warm up both: connections, script caches.
+    for _ in 0..200 {
+        cycle(&mut robit).await;
+        cycle(&mut rslock).await;
+    }
+    let (mut ours, mut theirs) = (Solo::default(), Solo::default());
+    // Interleaved rounds, alternating which goes first, so that drift in the machine's
+    // load hits both alike.
+    for round in 0..ROUNDS {
+        if round % 2 == 0 {
+            ours.round(&mut robit, meter, robit_trips).await;
+            theirs.round(&mut rslock, meter, &RSLOCK).await;
+        } else {
+            theirs.round(&mut rslock, meter, &RSLOCK).await;
+            ours.round(&mut robit, meter, robit_trips).await;
+        }
+    }
+    println!("\n## (a) Uncontended: one task, one key, lock + unlock\n");
+    let mut table = Table::new(&[
+        ("round trips/cycle", Unit::Fraction),
+        ("Redis commands/cycle", Unit::Fraction),
+        ("server CPU/cycle", Unit::Micros),
+        ("client CPU/cycle", Unit::Micros),
+        ("cycles/s", Unit::Count),
+        ("cycle p50", Unit::Millis),
+        ("cycle p99", Unit::Millis),
+    ]);
+    table.column("robit", ours.figures());
+    table.column("rslock", theirs.figures());
+    table.print(&[(0, 1)]);
+}
