@@ -5,7 +5,7 @@
 //!   a loss log, a clock that jumps, captured tracing output, paused-time helpers.
 //! - [`redis`]: testing against a real Redis — a `redis-server` of the test's own on a
 //!   free port, a proxy that freezes a link, a connection that counts round trips.
-//! - [`bench`]: what the benchmarks share — their runtime, their TTL, robit's driver.
+//! - [`bench`](mod@bench): what the benchmarks share — their runtime, their TTL, robit's driver.
 //!
 //! Test files bring them in under the names they always used:
 //!
