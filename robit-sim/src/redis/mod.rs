@@ -48,7 +48,6 @@
 mod commands;
 mod connector;
 mod events;
-mod inline;
 mod lists;
 mod lua;
 mod native;

@@ -1,7 +1,7 @@
 //! Inline commands: a line of words, as a person types them into a raw connection,
 //! split with Redis's quoting rules.
 
-use super::resp::{Command, RespError};
+use super::{Command, RespError};
 
 /// Splits an inline command into words as Redis does: whitespace separates words;
 /// "double quotes" allow `\n \r \t \b \a \\ \" \xHH` escapes; 'single quotes' allow
