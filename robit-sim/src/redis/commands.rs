@@ -6,22 +6,14 @@
 
 use std::time::Duration;
 
-use super::events::{LockEvent, Peer};
+use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
 use super::lists;
-use super::pubsub::Channels;
 use super::resp::Frame;
-use super::scripts::{self, ScriptCache};
-use super::store::{Dataset, NOT_AN_INTEGER, parse_integer};
-
-/// Where the simulated Redis's clock starts: TIME answers `EPOCH` plus the backend's
-/// local elapsed time. 2026-01-01T00:00:00Z, in seconds since the Unix epoch.
-pub const EPOCH: Duration = Duration::from_secs(1_767_225_600);
+use super::scripts;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows
 /// (the first with CLIENT SETINFO).
 pub(crate) const VERSION: &str = "7.2.0";
-
-pub(crate) const SYNTAX: &str = "ERR syntax error";
 
 /// Commands this server knows, with Redis's arity: positive is exact, negative a minimum
 /// (both count the command's name).
@@ -75,24 +67,6 @@ const SUBCOMMANDS: &[(&str, &str, i64)] = &[
     ("script", "load", 3),
 ];
 
-/// One command's view of the server: the shared data, its time, and who sent it.
-pub(crate) struct Exec<'a> {
-    pub(crate) data: &'a mut Dataset,
-    pub(crate) scripts: &'a mut ScriptCache,
-    pub(crate) channels: &'a mut Channels,
-    pub(crate) events: &'a mut Vec<LockEvent>,
-    /// The backend's local time, elapsed since the simulation started.
-    pub(crate) now: Duration,
-    pub(crate) peer: &'a Peer,
-}
-
-impl Exec<'_> {
-    /// The time the dataset works in: Unix milliseconds of the simulated wall clock.
-    pub(crate) fn ms(&self) -> i64 {
-        i64::try_from((EPOCH + self.now).as_millis()).unwrap_or(i64::MAX)
-    }
-}
-
 /// Checks that `args` names a known command (and subcommand) with an acceptable number
 /// of arguments; answers its lower-case name, or the error Redis would reply.
 pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
@@ -122,13 +96,6 @@ pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
     Ok(name)
 }
 
-/// `ERR wrong number of arguments for '<command>' command`.
-pub(crate) fn wrong_arity(command: &str) -> Frame {
-    Frame::error(format!(
-        "ERR wrong number of arguments for '{command}' command"
-    ))
-}
-
 fn unknown_command(args: &[Vec<u8>]) -> Frame {
     let mut message = b"ERR unknown command '".to_vec();
     message.extend(args[0].iter().take(128));
@@ -154,11 +121,6 @@ fn unknown_subcommand(args: &[Vec<u8>]) -> Frame {
     message.extend(args[0].to_ascii_uppercase());
     message.extend_from_slice(b" HELP.");
     Frame::Error(message)
-}
-
-/// An integer argument, or Redis's error reply for one that is not.
-pub(crate) fn integer(arg: &[u8]) -> Result<i64, Frame> {
-    parse_integer(arg).ok_or_else(|| Frame::error(NOT_AN_INTEGER))
 }
 
 fn count(n: usize) -> Frame {

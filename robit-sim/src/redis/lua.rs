@@ -1,8 +1,9 @@
 //! Lua's side of the native scripts: `redis.call` and `redis.pcall`, Redis 7's error
 //! suffix, and how values cross between Lua and Redis (Lua's numbers are doubles).
 
-use super::commands::{Exec, check, dispatch};
+use super::commands::{check, dispatch};
 use super::events::{LockEvent, LockEventKind};
+use super::exec::Exec;
 use super::resp::Frame;
 use super::scripts::RobitScript;
 

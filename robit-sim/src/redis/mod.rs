@@ -48,6 +48,7 @@
 mod commands;
 mod connector;
 mod events;
+mod exec;
 mod lists;
 mod lua;
 mod native;
@@ -59,9 +60,9 @@ mod session;
 mod state;
 mod store;
 
-pub use self::commands::EPOCH;
 pub use self::connector::SimConnector;
 pub use self::events::{LockEvent, LockEventKind, Peer};
+pub use self::exec::EPOCH;
 pub use self::scripts::RobitScript;
 pub use self::server::{DEFAULT_PORT, SimRedis};
 pub use self::state::RedisState;

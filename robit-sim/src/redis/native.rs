@@ -14,8 +14,8 @@
 
 use std::time::Duration;
 
-use super::commands::Exec;
 use super::events::LockEventKind;
+use super::exec::Exec;
 use super::lua::{Raised, Script, Site, argument, number, pair, string, tonumber};
 use super::resp::Frame;
 use super::scripts::RobitScript;

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use robit::redis::script_sources as sources;
 
-use super::commands::{Exec, integer};
+use super::exec::{Exec, integer};
 use super::native;
 use super::resp::Frame;
 

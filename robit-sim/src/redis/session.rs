@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::commands::{SYNTAX, VERSION, check, integer, wrong_arity};
+use super::commands::{VERSION, check};
 use super::events::Peer;
+use super::exec::{SYNTAX, integer, wrong_arity};
 use super::resp::Frame;
 use super::state::RedisState;
 

@@ -4,8 +4,9 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::commands::{Exec, check, dispatch};
+use super::commands::{check, dispatch};
 use super::events::{LockEvent, Peer};
+use super::exec::Exec;
 use super::pubsub::Channels;
 use super::resp::Frame;
 use super::scripts::ScriptCache;
