@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
+use super::eval;
 use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
 use super::lists;
 use super::resp::Frame;
-use super::scripts;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows
 /// (the first with CLIENT SETINFO).
@@ -169,9 +169,9 @@ pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Fra
         "dbsize" => Ok(count(exec.data.len(exec.ms()))),
         "flushall" => flushall(exec, args),
         "publish" => Ok(Frame::Integer(exec.channels.publish(&args[1], &args[2]))),
-        "eval" => Ok(scripts::eval(exec, args, false)),
-        "evalsha" => Ok(scripts::eval(exec, args, true)),
-        "script" => Ok(scripts::script(exec, args)),
+        "eval" => Ok(eval::eval(exec, args, false)),
+        "evalsha" => Ok(eval::eval(exec, args, true)),
+        "script" => Ok(eval::script(exec, args)),
         _ => lists::dispatch(exec, name, args).unwrap_or_else(|| {
             Ok(Frame::error(format!(
                 "ERR the simulated Redis answers '{name}' only on a connection to SimRedis"

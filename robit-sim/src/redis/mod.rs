@@ -47,6 +47,7 @@
 
 mod commands;
 mod connector;
+mod eval;
 mod events;
 mod exec;
 mod lists;
