@@ -47,12 +47,8 @@
 
 mod commands;
 mod connector;
-mod eval;
 mod events;
 mod exec;
-mod lists;
-mod lua;
-mod native;
 mod pubsub;
 pub mod resp;
 mod scripts;

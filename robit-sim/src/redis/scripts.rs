@@ -1,8 +1,8 @@
 //! Which scripts the simulated Redis knows, and the cache of those loaded.
 //!
 //! There is no Lua here. A script is recognised by the SHA1 of its exact text — the
-//! texts robit itself sends, taken from robit — and run natively (see `native`); the
-//! commands that load and call scripts are in `eval`.
+//! texts robit itself sends, taken from robit — and run natively (see
+//! `commands::native`); the commands that load and call scripts are in `commands::eval`.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;

@@ -5,8 +5,8 @@
 
 use std::collections::VecDeque;
 
-use super::exec::{Exec, SYNTAX, integer};
-use super::resp::Frame;
+use crate::redis::exec::{Exec, SYNTAX, integer};
+use crate::redis::resp::Frame;
 
 type Reply = Result<Frame, Frame>;
 
@@ -72,7 +72,7 @@ fn lpop(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
     let count = match args {
         [_, _] => None,
         [_, _, count] => Some(positive(count, "value is out of range, must be positive")?),
-        _ => return Err(super::exec::wrong_arity("lpop")),
+        _ => return Err(crate::redis::exec::wrong_arity("lpop")),
     };
     let now = exec.ms();
     let missing = if count.is_some() {

@@ -3,12 +3,19 @@
 //! Every command is checked the way Redis checks it before running it — unknown name,
 //! unknown subcommand, wrong number of arguments — with the same error text, and then
 //! runs against the dataset at the one instant `now` given for it.
+//!
+//! The other command families are in the modules below: `lists`, and `eval` for the
+//! scripts, which runs robit's scripts natively (`native`, with `lua` for Lua's side of
+//! them). A script's `redis.call` comes back here, to [`check`] and [`dispatch`].
+
+mod eval;
+mod lists;
+mod lua;
+mod native;
 
 use std::time::Duration;
 
-use super::eval;
 use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
-use super::lists;
 use super::resp::Frame;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows

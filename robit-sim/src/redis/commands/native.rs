@@ -14,12 +14,12 @@
 
 use std::time::Duration;
 
-use super::events::LockEventKind;
-use super::exec::Exec;
 use super::lua::{Raised, Script, Site, argument, number, pair, string, tonumber};
-use super::resp::Frame;
-use super::scripts::RobitScript;
-use super::store::parse_integer;
+use crate::redis::events::LockEventKind;
+use crate::redis::exec::Exec;
+use crate::redis::resp::Frame;
+use crate::redis::scripts::RobitScript;
+use crate::redis::store::parse_integer;
 
 const GET_LOCK: Site = ("redis.call('GET', lock)", 0);
 const LINDEX_QUEUE: Site = ("redis.call('LINDEX', queue, 0)", 0);
@@ -313,7 +313,7 @@ fn freed(reserved: Option<(Vec<u8>, f64)>) -> Frame {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::redis::lua::line_of;
+    use crate::redis::commands::lua::line_of;
 
     #[test]
     fn every_call_site_is_found_in_the_scripts_that_use_it() {

@@ -2,10 +2,10 @@
 //! FLUSH / KILL. Only robit's own scripts ([`RobitScript`]) run, natively (see
 //! `native`); anything else is refused with an error that says so.
 
-use super::exec::{Exec, integer};
 use super::native;
-use super::resp::Frame;
-use super::scripts::RobitScript;
+use crate::redis::exec::{Exec, integer};
+use crate::redis::resp::Frame;
+use crate::redis::scripts::RobitScript;
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 

@@ -1,11 +1,11 @@
 //! Lua's side of the native scripts: `redis.call` and `redis.pcall`, Redis 7's error
 //! suffix, and how values cross between Lua and Redis (Lua's numbers are doubles).
 
-use super::commands::{check, dispatch};
-use super::events::{LockEvent, LockEventKind};
-use super::exec::Exec;
-use super::resp::Frame;
-use super::scripts::RobitScript;
+use super::{check, dispatch};
+use crate::redis::events::{LockEvent, LockEventKind};
+use crate::redis::exec::Exec;
+use crate::redis::resp::Frame;
+use crate::redis::scripts::RobitScript;
 
 /// A `redis.call` site: text that finds it in the script, and which occurrence.
 pub(crate) type Site = (&'static str, usize);
