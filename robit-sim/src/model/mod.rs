@@ -8,6 +8,7 @@
 //! one, saved in a regression file (so the next run replays it first), and reported
 //! with the command that replays it.
 
+mod current;
 mod ops;
 mod sut;
 
@@ -182,7 +183,7 @@ pub fn check_model(config: &ModelConfig) -> Result<(), ModelFailure> {
     }));
     proptest.max_shrink_iters = 2048;
     let mut runner = TestRunner::new(proptest.clone());
-    sut::install(config);
+    current::install(config);
     quiet::begin();
     let strategy = Reference::sequential_strategy(1..config.max_ops);
     let result = runner.run(&strategy, |(state, ops, seen)| {
@@ -190,7 +191,7 @@ pub fn check_model(config: &ModelConfig) -> Result<(), ModelFailure> {
         Ok(())
     });
     quiet::end();
-    sut::uninstall();
+    current::uninstall();
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(reason, (_, ops, _))) => Err(ModelFailure {

@@ -98,7 +98,7 @@ impl ReferenceStateMachine for Reference {
     type Transition = Op;
 
     fn init_state() -> BoxedStrategy<RefState> {
-        let (clients, state_loss) = super::sut::shape();
+        let (clients, state_loss) = super::current::shape();
         Just(RefState {
             clients,
             crashed: BTreeSet::new(),

@@ -1,43 +1,16 @@
 //! The system under test: a simulated world driven one operation at a time.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use proptest_state_machine::StateMachineTest;
 
+use super::current::config;
 use super::ops::{RefState, Reference};
 use super::{ModelConfig, Op, SETTLE};
 use crate::scenario::{Action, Fault, Target};
 use crate::world::{Applied, Command, SimWorld};
 use crate::{CheckConfig, EventKind, Promise, Violation, check};
-
-thread_local! {
-    /// The configuration of the model check running on this thread: proptest's
-    /// state-machine hooks are plain functions, so this is how they find it.
-    static CONFIG: RefCell<Option<ModelConfig>> = const { RefCell::new(None) };
-}
-
-pub(super) fn install(config: &ModelConfig) {
-    CONFIG.with(|slot| *slot.borrow_mut() = Some(config.clone()));
-}
-
-pub(super) fn uninstall() {
-    CONFIG.with(|slot| *slot.borrow_mut() = None);
-}
-
-fn config() -> ModelConfig {
-    CONFIG
-        .with(|slot| slot.borrow().clone())
-        .unwrap_or_else(ModelConfig::local)
-}
-
-/// The number of clients, and whether the backend may lose its state.
-pub(super) fn shape() -> (usize, bool) {
-    let config = config();
-    let state_loss = config.driver.is_none() && config.world.backend() == crate::Backend::Redis;
-    (config.world.clients.len(), state_loss)
-}
 
 pub(crate) struct Sut {
     world: SimWorld<'static>,
