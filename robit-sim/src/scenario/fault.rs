@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::load::{Ctx, ms, pair};
+use super::ctx::{Ctx, ms, pair};
 use super::raw::RawFault;
 use super::{Action, Fault, Target};
 use crate::scenario::ScenarioError;

@@ -1,13 +1,13 @@
 //! From TOML text to a validated [`Scenario`].
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 use std::path::Path;
 use std::time::Duration;
 
 use toml::Spanned;
 
-use super::raw::{Dur, RawClient, RawScenario};
+use super::ctx::{Ctx, ms, pair};
+use super::raw::{RawClient, RawScenario};
 use super::{Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
 use crate::Promise;
 
@@ -23,30 +23,6 @@ const MAX_CLIENTS: usize = 200;
 const MAX_MUTEXES: u32 = 16;
 /// Host names a client may not take: fault targets use them.
 const RESERVED: [&str; 5] = ["holder", "clients", "backend", "storage", "world"];
-
-pub(super) struct Ctx<'a> {
-    file: &'a Path,
-    text: &'a str,
-}
-
-impl Ctx<'_> {
-    pub(super) fn error(
-        &self,
-        span: Option<Range<usize>>,
-        message: impl Into<String>,
-    ) -> ScenarioError {
-        let offset = span.map_or(0, |span| span.start).min(self.text.len());
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let column = before.len() - before.rfind('\n').map_or(0, |at| at + 1) + 1;
-        ScenarioError::Invalid {
-            file: self.file.to_path_buf(),
-            line,
-            column,
-            message: message.into(),
-        }
-    }
-}
 
 pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file, text };
@@ -159,32 +135,6 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         clients,
         faults,
     })
-}
-
-pub(super) fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-pub(super) fn pair(
-    ctx: &Ctx<'_>,
-    value: Option<[Dur; 2]>,
-    default: (Duration, Duration),
-    what: &str,
-    span: Option<Range<usize>>,
-) -> Result<(Duration, Duration), ScenarioError> {
-    let Some([low, high]) = value else {
-        return Ok(default);
-    };
-    if low.0 > high.0 {
-        return Err(ctx.error(
-            span,
-            format!(
-                "{what}: the range [{:?}, {:?}] is reversed; write [low, high]",
-                low.0, high.0
-            ),
-        ));
-    }
-    Ok((low.0, high.0))
 }
 
 fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, ScenarioError> {
