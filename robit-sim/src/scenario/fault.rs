@@ -1,161 +1,218 @@
 //! Validating one `[[faults]]` entry.
+//!
+//! serde reads the entry's kind and that kind's fields ([`RawFault`]): an unknown kind, a
+//! missing field or one that does not apply to the kind is refused there, and worded
+//! here. What needs the rest of the scenario — a host's name, the run's length, two
+//! different hosts, a value's range — is checked here after.
 
+use std::ops::Range;
 use std::time::Duration;
 
 use toml::Spanned;
 
 use super::ctx::{Ctx, ms, pair};
 use super::raw::RawFault;
+use super::table::{self, Problem};
 use super::{Action, Fault, Target};
 use crate::scenario::ScenarioError;
 
-const KINDS: &str = "partition, partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, backend-restart";
-
+/// Fault number `index` (from 1), checked against the run's `duration` and `clients`.
 pub(super) fn fault(
     ctx: &Ctx<'_>,
     index: usize,
-    entry: &Spanned<RawFault>,
+    entry: &Spanned<toml::Table>,
     duration: Duration,
     clients: &[&str],
 ) -> Result<Fault, ScenarioError> {
     let span = Some(entry.span());
-    let raw = entry.get_ref();
-    let kind = raw.kind.as_str();
-    let fail =
-        |message: String| ctx.error(span.clone(), format!("fault {index} ({kind}): {message}"));
-    if raw.at.0 >= duration {
+    let kind = entry.get_ref().get("kind").and_then(toml::Value::as_str);
+    let fail = |message: String| {
+        let label = match kind {
+            Some(kind) => format!("fault {index} ({kind})"),
+            None => format!("fault {index}"),
+        };
+        ctx.error(span.clone(), format!("{label}: {message}"))
+    };
+    let raw: RawFault = table::read(entry.get_ref().clone())
+        .map_err(|problem| fail(explain(problem, kind.unwrap_or_default())))?;
+    let (at, length) = raw.timing();
+    if at >= duration {
         return Err(fail(format!(
-            "`at` {:?} is not inside the run ({duration:?})",
-            raw.at.0
+            "`at` {at:?} is not inside the run ({duration:?})"
         )));
     }
-    let target = |name: &str| -> Result<Target, ScenarioError> {
+    let hosts = Hosts { clients };
+    let action = action(raw, &hosts, ctx, span.clone()).map_err(|invalid| match invalid {
+        Invalid::Fault(message) => fail(message),
+        Invalid::Scenario(error) => error,
+    })?;
+    Ok(Fault { at, length, action })
+}
+
+/// What serde found wrong with a fault of kind `kind`, in the scenario's words.
+fn explain(problem: Problem, kind: &str) -> String {
+    match problem {
+        Problem::UnknownVariant(given, kinds) => {
+            format!(
+                "unknown kind {given:?}: expected one of {}",
+                kinds.join(", ")
+            )
+        }
+        Problem::UnknownField(field) if kind == "backend-restart" && field == "for" => {
+            "a restart is instant: use backend-crash with `for` for downtime".to_owned()
+        }
+        Problem::UnknownField(field) => format!("`{field}` does not apply to this kind"),
+        Problem::MissingField(field) => needs(field),
+        Problem::Other(message) => message,
+    }
+}
+
+/// A field that is missing, or whose value cannot be used: what it should be.
+fn needs(field: &str) -> String {
+    let what = match field {
+        "between" => "`between`: two different hosts",
+        "from" | "to" => "`from` and `to`: the direction that drops messages",
+        "host" => "`host`: a client, \"holder\" or \"clients\"",
+        "latency" => "`latency`: [low, high]",
+        "rate" => "`rate`: a probability between 0 and 1",
+        "drift" => "`drift`: a number above -1 (0.01 is 1% fast)",
+        "for" => "`for`: how long the host stays paused",
+        other => return format!("missing field `{other}`"),
+    };
+    format!("needs {what}")
+}
+
+/// Why a fault's action is invalid: a message about the fault, or an error of its own.
+enum Invalid {
+    Fault(String),
+    Scenario(ScenarioError),
+}
+
+impl From<String> for Invalid {
+    fn from(message: String) -> Self {
+        Self::Fault(message)
+    }
+}
+
+/// The action of a fault that serde read, with its hosts and values checked.
+fn action(
+    raw: RawFault,
+    hosts: &Hosts<'_>,
+    ctx: &Ctx<'_>,
+    span: Option<Range<usize>>,
+) -> Result<Action, Invalid> {
+    Ok(match raw {
+        RawFault::Partition { between, .. } => {
+            let (a, b) = hosts.two(&between)?;
+            Action::Partition(a, b)
+        }
+        RawFault::Clog { between, .. } => {
+            let (a, b) = hosts.two(&between)?;
+            Action::Clog(a, b)
+        }
+        RawFault::PartitionOneway { from, to, .. } => Action::PartitionOneway {
+            from: hosts.target(&from)?,
+            to: hosts.target(&to)?,
+        },
+        RawFault::Latency { latency, .. } => {
+            let (low, high) = pair(ctx, Some(latency), (ms(0), ms(0)), "`latency`", span)
+                .map_err(Invalid::Scenario)?;
+            Action::Latency(low, high)
+        }
+        RawFault::Loss { rate, .. } if (0.0..=1.0).contains(&rate) => Action::Loss(rate),
+        RawFault::Loss { .. } => return Err(needs("rate").into()),
+        RawFault::Drift { host, drift, .. } if drift.is_finite() && drift > -1.0 => {
+            Action::Drift(hosts.client(&host, true)?, drift)
+        }
+        RawFault::Drift { .. } => return Err(needs("drift").into()),
+        RawFault::Pause { host, .. } => Action::Pause(hosts.client(&host, false)?),
+        RawFault::Crash { host, .. } => Action::Crash(hosts.client(&host, false)?),
+        RawFault::BackendCrash { lose_state, .. } => Action::BackendCrash { lose_state },
+        RawFault::BackendRestart { lose_state, .. } => Action::BackendRestart { lose_state },
+    })
+}
+
+/// The hosts a fault may name: the scenario's clients, `holder`, `clients`, `backend`
+/// and `storage`.
+struct Hosts<'a> {
+    clients: &'a [&'a str],
+}
+
+impl Hosts<'_> {
+    fn target(&self, name: &str) -> Result<Target, String> {
         Ok(match name {
             "holder" => Target::Holder,
             "clients" => Target::Clients,
             "backend" => Target::Backend,
             "storage" => Target::Storage,
-            client if clients.contains(&client) => Target::Client(client.to_owned()),
+            client if self.clients.contains(&client) => Target::Client(client.to_owned()),
             other => {
-                return Err(fail(format!(
+                return Err(format!(
                     "unknown host {other:?}: expected a client ({}), \"holder\", \"clients\", \"backend\" or \"storage\"",
-                    clients.join(", ")
-                )));
+                    self.clients.join(", ")
+                ));
             }
         })
-    };
-    let client_target = |name: Option<&String>| -> Result<Target, ScenarioError> {
-        let name =
-            name.ok_or_else(|| fail("needs `host`: a client, \"holder\" or \"clients\"".into()))?;
-        match target(name)? {
-            Target::Backend | Target::Storage if kind != "drift" => {
-                Err(fail(format!("`host` must be a client, not {name:?}")))
+    }
+
+    /// `host` of a fault on a client; a drift may also name the backend or the storage.
+    fn client(&self, name: &str, any_host: bool) -> Result<Target, String> {
+        match self.target(name)? {
+            Target::Backend | Target::Storage if !any_host => {
+                Err(format!("`host` must be a client, not {name:?}"))
             }
             found => Ok(found),
         }
-    };
-    let two = |between: Option<&Vec<String>>| -> Result<(Target, Target), ScenarioError> {
-        match between.map(Vec::as_slice) {
-            Some([a, b]) if a != b => Ok((target(a)?, target(b)?)),
-            _ => Err(fail("needs `between`: two different hosts".into())),
-        }
-    };
-    let (action, allowed): (Action, &[&str]) = match kind {
-        "partition" => {
-            let (a, b) = two(raw.between.as_ref())?;
-            (Action::Partition(a, b), &["between"])
-        }
-        "clog" => {
-            let (a, b) = two(raw.between.as_ref())?;
-            (Action::Clog(a, b), &["between"])
-        }
-        "partition-oneway" => {
-            let (Some(from), Some(to)) = (&raw.from, &raw.to) else {
-                return Err(fail(
-                    "needs `from` and `to`: the direction that drops messages".into(),
-                ));
-            };
-            (
-                Action::PartitionOneway {
-                    from: target(from)?,
-                    to: target(to)?,
-                },
-                &["from", "to"],
-            )
-        }
-        "latency" => {
-            let (low, high) = pair(ctx, raw.latency, (ms(0), ms(0)), "`latency`", span.clone())?;
-            if raw.latency.is_none() {
-                return Err(fail("needs `latency`: [low, high]".into()));
-            }
-            (Action::Latency(low, high), &["latency"])
-        }
-        "loss" => match raw.rate {
-            Some(rate) if (0.0..=1.0).contains(&rate) => (Action::Loss(rate), &["rate"]),
-            _ => return Err(fail("needs `rate`: a probability between 0 and 1".into())),
-        },
-        "drift" => match raw.drift {
-            Some(drift) if drift.is_finite() && drift > -1.0 => (
-                Action::Drift(client_target(raw.host.as_ref())?, drift),
-                &["host", "drift"],
-            ),
-            _ => {
-                return Err(fail(
-                    "needs `drift`: a number above -1 (0.01 is 1% fast)".into(),
-                ));
-            }
-        },
-        "pause" => {
-            if raw.length.is_none() {
-                return Err(fail("needs `for`: how long the host stays paused".into()));
-            }
-            (Action::Pause(client_target(raw.host.as_ref())?), &["host"])
-        }
-        "crash" => (Action::Crash(client_target(raw.host.as_ref())?), &["host"]),
-        "backend-crash" => (
-            Action::BackendCrash {
-                lose_state: raw.lose_state.unwrap_or(false),
-            },
-            &["lose_state"],
-        ),
-        "backend-restart" => {
-            if raw.length.is_some() {
-                return Err(fail(
-                    "a restart is instant: use backend-crash with `for` for downtime".into(),
-                ));
-            }
-            (
-                Action::BackendRestart {
-                    lose_state: raw.lose_state.unwrap_or(false),
-                },
-                &["lose_state"],
-            )
-        }
-        other => {
-            return Err(fail(format!(
-                "unknown kind {other:?}: expected one of {KINDS}"
-            )));
-        }
-    };
-    let given = [
-        ("between", raw.between.is_some()),
-        ("from", raw.from.is_some()),
-        ("to", raw.to.is_some()),
-        ("host", raw.host.is_some()),
-        ("latency", raw.latency.is_some()),
-        ("rate", raw.rate.is_some()),
-        ("drift", raw.drift.is_some()),
-        ("lose_state", raw.lose_state.is_some()),
-    ];
-    if let Some((field, _)) = given
-        .iter()
-        .find(|(field, set)| *set && !allowed.contains(field))
-    {
-        return Err(fail(format!("`{field}` does not apply to this kind")));
     }
-    Ok(Fault {
-        at: raw.at.0,
-        length: raw.length.map(|d| d.0),
-        action,
-    })
+
+    /// `between`: two different hosts.
+    fn two(&self, between: &[String]) -> Result<(Target, Target), String> {
+        match between {
+            [a, b] if a != b => Ok((self.target(a)?, self.target(b)?)),
+            _ => Err(needs("between")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Scenario;
+
+    fn error(fault: &str) -> String {
+        let text = format!(
+            "name = \"f\"\nduration = \"10s\"\n[lock]\nttl = \"1s\"\n\
+             [[clients]]\nname = \"c\"\nhold = [\"1ms\", \"2ms\"]\n\
+             [[faults]]\nat = \"1s\"\n{fault}"
+        );
+        Scenario::parse("f.toml", &text)
+            .expect_err("the fault is invalid")
+            .to_string()
+    }
+
+    #[test]
+    fn an_unknown_kind_lists_every_kind_in_the_documented_order() {
+        assert_eq!(
+            error("kind = \"meteor\"\n"),
+            "f.toml:8:1: fault 1 (meteor): unknown kind \"meteor\": expected one of partition, \
+             partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, \
+             backend-restart"
+        );
+    }
+
+    #[test]
+    fn missing_and_inapplicable_fields_are_named_with_the_fault_and_its_kind() {
+        assert_eq!(
+            error("kind = \"pause\"\nhost = \"c\"\n"),
+            "f.toml:8:1: fault 1 (pause): needs `for`: how long the host stays paused"
+        );
+        assert_eq!(
+            error("kind = \"backend-restart\"\nfor = \"1s\"\n"),
+            "f.toml:8:1: fault 1 (backend-restart): a restart is instant: use backend-crash \
+             with `for` for downtime"
+        );
+        assert_eq!(
+            error("kind = \"crash\"\nhost = \"c\"\nrate = 0.5\n"),
+            "f.toml:8:1: fault 1 (crash): `rate` does not apply to this kind"
+        );
+    }
 }

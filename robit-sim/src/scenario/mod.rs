@@ -10,6 +10,7 @@ mod error;
 mod fault;
 mod load;
 mod raw;
+mod table;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -47,8 +47,9 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     pub(crate) liveness: RawLiveness,
     pub(crate) clients: Vec<Spanned<RawClient>>,
+    /// Read as tables first, then each as a [`RawFault`] when the fault is validated.
     #[serde(default)]
-    pub(crate) faults: Vec<Spanned<RawFault>>,
+    pub(crate) faults: Vec<Spanned<toml::Table>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,27 +123,95 @@ pub(crate) struct RawClient {
     pub(crate) mutexes: Option<u32>,
 }
 
+/// One `[[faults]]` entry as written: `kind` names the variant, and each kind takes
+/// exactly its own fields (serde refuses a missing one, or one of another kind's).
+///
+/// Read from the entry's table (`table::read`), whose errors the fault's validation
+/// words for the scenario's author.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawFault {
-    pub(crate) at: Dur,
-    pub(crate) kind: String,
-    #[serde(default, rename = "for")]
-    pub(crate) length: Option<Dur>,
-    #[serde(default)]
-    pub(crate) between: Option<Vec<String>>,
-    #[serde(default)]
-    pub(crate) from: Option<String>,
-    #[serde(default)]
-    pub(crate) to: Option<String>,
-    #[serde(default)]
-    pub(crate) host: Option<String>,
-    #[serde(default)]
-    pub(crate) latency: Option<[Dur; 2]>,
-    #[serde(default)]
-    pub(crate) rate: Option<f64>,
-    #[serde(default)]
-    pub(crate) drift: Option<f64>,
-    #[serde(default)]
-    pub(crate) lose_state: Option<bool>,
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub(crate) enum RawFault {
+    Partition {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        between: Vec<String>,
+    },
+    PartitionOneway {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        from: String,
+        to: String,
+    },
+    Clog {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        between: Vec<String>,
+    },
+    Latency {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        latency: [Dur; 2],
+    },
+    Loss {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        rate: f64,
+    },
+    Drift {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        host: String,
+        drift: f64,
+    },
+    /// `for` is required: how long the host stays paused.
+    Pause {
+        at: Dur,
+        #[serde(rename = "for")]
+        length: Dur,
+        host: String,
+    },
+    Crash {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        host: String,
+    },
+    BackendCrash {
+        at: Dur,
+        #[serde(default, rename = "for")]
+        length: Option<Dur>,
+        #[serde(default)]
+        lose_state: bool,
+    },
+    /// Instant: no `for`.
+    BackendRestart {
+        at: Dur,
+        #[serde(default)]
+        lose_state: bool,
+    },
+}
+
+impl RawFault {
+    /// When the fault starts, and how long until it is undone (if it is).
+    pub(crate) fn timing(&self) -> (Duration, Option<Duration>) {
+        let (at, length) = match self {
+            Self::Partition { at, length, .. }
+            | Self::PartitionOneway { at, length, .. }
+            | Self::Clog { at, length, .. }
+            | Self::Latency { at, length, .. }
+            | Self::Loss { at, length, .. }
+            | Self::Drift { at, length, .. }
+            | Self::Crash { at, length, .. }
+            | Self::BackendCrash { at, length, .. } => (at, *length),
+            Self::Pause { at, length, .. } => (at, Some(*length)),
+            Self::BackendRestart { at, .. } => (at, None),
+        };
+        (at.0, length.map(|length| length.0))
+    }
 }
