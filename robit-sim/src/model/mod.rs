@@ -91,6 +91,7 @@ impl ModelConfig {
 
     /// Plants `mutant` in every client's mutex (for the conformance tests).
     #[doc(hidden)]
+    #[cfg(feature = "mutants")]
     pub fn mutant(mut self, mutant: robit::Mutant) -> Self {
         self.world = self.world.with_mutant(mutant);
         self

@@ -158,6 +158,7 @@ fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, Scena
         safety_margin: lock.safety_margin.map(|d| d.0),
         wait,
         backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),
+        #[cfg(feature = "mutants")]
         mutant: None,
     };
     // The library's own validation decides what a valid lock is.
@@ -186,6 +187,7 @@ impl LockSettings {
         if let Some((base, max)) = self.backoff {
             builder = builder.backoff(robit::Backoff::new(base, max));
         }
+        #[cfg(feature = "mutants")]
         if let Some(mutant) = self.mutant {
             builder = builder.mutant(mutant);
         }

@@ -156,6 +156,7 @@ impl Scenario {
     /// The scenario with `mutant` planted in every client's mutex: how the conformance
     /// tests show that a library with that bug would be caught.
     #[doc(hidden)]
+    #[cfg(feature = "mutants")]
     pub fn with_mutant(mut self, mutant: robit::Mutant) -> Self {
         self.lock.mutant = Some(mutant);
         self
@@ -206,6 +207,7 @@ pub(crate) struct LockSettings {
     pub(crate) wait: Wait,
     pub(crate) backoff: Option<(Duration, Duration)>,
     /// A bug planted in every client's mutex, for the conformance tests.
+    #[cfg(feature = "mutants")]
     pub(crate) mutant: Option<robit::Mutant>,
 }
 
