@@ -1,0 +1,154 @@
+//! The simulated Redis at explicit times: robit's scripts' outcomes (`scripts`), and
+//! the commands that load scripts and those of a connection (`commands`). Here, what
+//! they share: the keys and ids robit would use, and a backend to call.
+
+mod commands;
+mod scripts;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::resp::Frame;
+use super::scripts::RobitScript;
+use super::session::{Next, Session};
+use super::{EPOCH, LockEvent, LockEventKind, Peer, RedisState};
+
+const LOCK: &str = "{t}:lock:a";
+const QUEUE: &str = "{t}:queue:a";
+const FENCE: &str = "{t}:fence";
+const QUARANTINE: &str = "{t}:quarantine";
+const CHANNEL: &str = "t:handoff";
+const HANDOFF_MS: &str = "500";
+
+const OWNER_A: &str = "0000000000000000000000000000000a";
+const OWNER_B: &str = "0000000000000000000000000000000b";
+const WAITER_B: &str = "000000000000000000000000000000b0";
+const WAITER_C: &str = "000000000000000000000000000000c0";
+
+fn at(ms: u64) -> Duration {
+    Duration::from_millis(ms)
+}
+
+fn int(value: i64) -> Frame {
+    Frame::Integer(value)
+}
+
+fn pair(status: i64, value: i64) -> Frame {
+    Frame::Array(vec![int(status), int(value)])
+}
+
+/// A grant's answer: `{1, fence, next in line}`.
+fn grant(fence: i64, next: &str) -> Frame {
+    Frame::Array(vec![int(1), int(fence), Frame::bulk(next)])
+}
+
+struct Backend {
+    state: RedisState,
+    peer: Peer,
+    events: Arc<Mutex<Vec<LockEvent>>>,
+}
+
+impl Backend {
+    fn new() -> Self {
+        let state = RedisState::new();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&events);
+        state.on_event(move |event| seen.lock().unwrap().push(event.clone()));
+        let peer = Peer::new("10.0.0.2:5000".parse().unwrap(), Some("client-a".into()));
+        Self {
+            state,
+            peer,
+            events,
+        }
+    }
+
+    fn run(&self, now: Duration, words: &[&str]) -> Frame {
+        let command: Vec<Vec<u8>> = words.iter().map(|w| w.as_bytes().to_vec()).collect();
+        self.state.execute(&self.peer, now, &command)
+    }
+
+    fn eval(&self, now: Duration, kind: RobitScript, keys: &[&str], args: &[&str]) -> Frame {
+        let numkeys = keys.len().to_string();
+        let mut words = vec!["EVAL", kind.source(), &numkeys];
+        words.extend_from_slice(keys);
+        words.extend_from_slice(args);
+        self.run(now, &words)
+    }
+
+    /// Acquire with a quarantine of `quarantine` ms and a queue TTL of 4 s; `waiter` is
+    /// `(id, poll ms)`, or `None` for a single try.
+    fn acquire(
+        &self,
+        now: u64,
+        owner: &str,
+        ttl: &str,
+        waiter: Option<(&str, u64)>,
+        quarantine: &str,
+    ) -> Frame {
+        let (id, entry) = waiter.map_or((String::new(), String::new()), |(id, poll)| {
+            (id.to_owned(), format!("{id}:{poll}"))
+        });
+        let keys = [LOCK, QUEUE, FENCE, QUARANTINE];
+        let args = [
+            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine,
+        ];
+        self.eval(at(now), RobitScript::Acquire, &keys, &args)
+    }
+
+    fn renew(&self, now: u64, owner: &str, ttl: &str) -> Frame {
+        self.eval(at(now), RobitScript::Renew, &[LOCK], &[owner, ttl])
+    }
+
+    fn release(&self, now: u64, owner: &str) -> Frame {
+        self.eval(
+            at(now),
+            RobitScript::Release,
+            &[LOCK, QUEUE],
+            &[owner, CHANNEL, HANDOFF_MS],
+        )
+    }
+
+    fn withdraw(&self, now: u64, (id, poll): (&str, u64)) -> Frame {
+        let entry = format!("{id}:{poll}");
+        self.eval(
+            at(now),
+            RobitScript::Withdraw,
+            &[LOCK, QUEUE],
+            &[id, &entry, CHANNEL, HANDOFF_MS],
+        )
+    }
+
+    fn kinds(&self) -> Vec<LockEventKind> {
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|e| e.kind.clone())
+            .collect()
+    }
+
+    /// A connection subscribed to the hand-off channel, and its incoming messages.
+    fn subscriber(&self) -> (Session, tokio::sync::mpsc::UnboundedReceiver<Frame>) {
+        let (mut session, pushes) = Session::new(self.state.clone(), self.peer.clone());
+        let mut replies = Vec::new();
+        session.handle(
+            at(0),
+            &[b"SUBSCRIBE".to_vec(), CHANNEL.as_bytes().to_vec()],
+            &mut replies,
+        );
+        (session, pushes)
+    }
+}
+
+fn published(message: &str) -> Frame {
+    Frame::Array(vec![
+        Frame::bulk("message"),
+        Frame::bulk(CHANNEL),
+        Frame::bulk(message),
+    ])
+}
+
+/// The fencing token a grant at `now` gets from the clock: TIME in microseconds.
+fn clock_token(now: Duration) -> i64 {
+    i64::try_from((EPOCH + now).as_micros()).unwrap()
+}
