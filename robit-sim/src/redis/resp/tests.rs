@@ -1,3 +1,5 @@
+//! The RESP decoders and encoder: round trips, partial input, limits and malformed input.
+
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
