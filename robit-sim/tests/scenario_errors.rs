@@ -183,3 +183,27 @@ fn a_mutex_count_of_zero_or_above_sixteen_is_refused() {
         );
     }
 }
+
+#[test]
+fn a_bad_value_inside_a_fault_names_the_values_own_line_and_column() {
+    let text = format!(
+        "{GOOD}\n[[faults]]\nat = \"1s\"\nkind = \"pause\"\nhost = \"c1\"\nfor = \"a while\"\n"
+    );
+    let message = error(&text);
+    assert!(
+        message.starts_with("s.toml:16:7: fault 1 (pause): invalid duration \"a while\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_value_of_the_wrong_type_inside_a_fault_names_its_line_and_column() {
+    let text = format!(
+        "{GOOD}\n[[faults]]\nat = \"1s\"\nkind = \"loss\"\nrate = \"often\"\nfor = \"1s\"\n"
+    );
+    let message = error(&text);
+    assert!(
+        message.starts_with("s.toml:15:8: fault 1 (loss):"),
+        "{message}"
+    );
+}

@@ -11,7 +11,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::ctx::{Ctx, ms, pair};
-use super::raw::RawFault;
+use super::raw::{RawEntry, RawFault};
 use super::table::{self, Problem};
 use super::{Action, Fault, Target};
 use crate::scenario::ScenarioError;
@@ -20,21 +20,23 @@ use crate::scenario::ScenarioError;
 pub(super) fn fault(
     ctx: &Ctx<'_>,
     index: usize,
-    entry: &Spanned<toml::Table>,
+    entry: &Spanned<RawEntry>,
     duration: Duration,
     clients: &[&str],
 ) -> Result<Fault, ScenarioError> {
     let span = Some(entry.span());
-    let kind = entry.get_ref().get("kind").and_then(toml::Value::as_str);
-    let fail = |message: String| {
-        let label = match kind {
-            Some(kind) => format!("fault {index} ({kind})"),
-            None => format!("fault {index}"),
-        };
-        ctx.error(span.clone(), format!("{label}: {message}"))
+    let entry = entry.get_ref();
+    let kind = entry.get("kind").and_then(|kind| kind.get_ref().as_str());
+    let label = match kind {
+        Some(kind) => format!("fault {index} ({kind})"),
+        None => format!("fault {index}"),
     };
-    let raw: RawFault = table::read(entry.get_ref().clone())
-        .map_err(|problem| fail(explain(problem, kind.unwrap_or_default())))?;
+    let fail = |message: String| ctx.error(span.clone(), format!("{label}: {message}"));
+    let raw: RawFault = table::read(unspanned(entry)).map_err(|problem| {
+        let at = culprit(entry, &problem).or_else(|| span.clone());
+        let message = explain(problem, kind.unwrap_or_default());
+        ctx.error(at, format!("{label}: {message}"))
+    })?;
     let (at, length) = raw.timing();
     if at >= duration {
         return Err(fail(format!(
@@ -47,6 +49,38 @@ pub(super) fn fault(
         Invalid::Scenario(error) => error,
     })?;
     Ok(Fault { at, length, action })
+}
+
+/// `entry` without the places of its values, as serde reads it.
+fn unspanned(entry: &RawEntry) -> toml::Table {
+    entry
+        .iter()
+        .map(|(key, value)| (key.clone(), value.get_ref().clone()))
+        .collect()
+}
+
+/// Where the value is that `problem` is about, if it is about one value's content (a
+/// wrong type, a duration that does not parse). serde reads a tagged entry whole before
+/// it picks the kind, so its error does not say which field it came from: each field is
+/// read again, alone with the kind, and the one that fails the same way is the one.
+fn culprit(entry: &RawEntry, problem: &Problem) -> Option<Range<usize>> {
+    let Problem::Other(_) = problem else {
+        return None;
+    };
+    let kind = entry.get("kind")?;
+    entry
+        .iter()
+        .filter(|(key, _)| key.as_str() != "kind")
+        .find_map(|(key, value)| {
+            let alone = RawEntry::from([
+                ("kind".to_owned(), kind.clone()),
+                (key.clone(), value.clone()),
+            ]);
+            match table::read::<RawFault>(unspanned(&alone)) {
+                Err(Problem::Other(_)) => Some(value.span()),
+                _ => None,
+            }
+        })
 }
 
 /// What serde found wrong with a fault of kind `kind`, in the scenario's words.

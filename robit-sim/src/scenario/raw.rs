@@ -49,7 +49,7 @@ pub(crate) struct RawScenario {
     pub(crate) clients: Vec<Spanned<RawClient>>,
     /// Read as tables first, then each as a [`RawFault`] when the fault is validated.
     #[serde(default)]
-    pub(crate) faults: Vec<Spanned<toml::Table>>,
+    pub(crate) faults: Vec<Spanned<RawEntry>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,6 +122,10 @@ pub(crate) struct RawClient {
     #[serde(default)]
     pub(crate) mutexes: Option<u32>,
 }
+
+/// One `[[faults]]` entry before its kind is read: each value keeps its place in the
+/// file, so that an error in a value can point at it.
+pub(crate) type RawEntry = std::collections::BTreeMap<String, Spanned<toml::Value>>;
 
 /// One `[[faults]]` entry as written: `kind` names the variant, and each kind takes
 /// exactly its own fields (serde refuses a missing one, or one of another kind's).
