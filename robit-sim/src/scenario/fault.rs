@@ -26,6 +26,15 @@ pub(super) fn fault(
 ) -> Result<Fault, ScenarioError> {
     let span = Some(entry.span());
     let entry = entry.get_ref();
+    if let Some(kind) = entry.get("kind")
+        && !kind.get_ref().is_str()
+    {
+        let message = format!(
+            "fault {index}: `kind` must be one of {}",
+            kinds().join(", ")
+        );
+        return Err(ctx.error(Some(kind.span()), message));
+    }
     let kind = entry.get("kind").and_then(|kind| kind.get_ref().as_str());
     let label = match kind {
         Some(kind) => format!("fault {index} ({kind})"),
@@ -64,9 +73,16 @@ fn unspanned(entry: &RawEntry) -> toml::Table {
 /// it picks the kind, so its error does not say which field it came from: each field is
 /// read again, alone with the kind, and the one that fails the same way is the one.
 fn culprit(entry: &RawEntry, problem: &Problem) -> Option<Range<usize>> {
-    let Problem::Other(_) = problem else {
-        return None;
-    };
+    match problem {
+        // A field no kind takes (a typo, most likely) is pointed at; one that belongs to
+        // another kind is the fault's mistake, reported at the fault.
+        Problem::UnknownField(field, _) if !known(field) => {
+            return entry.get(field).map(Spanned::span);
+        }
+        Problem::UnknownField(..) => return None,
+        Problem::Other(_) => {}
+        Problem::UnknownVariant(..) | Problem::MissingField(_) => return None,
+    }
     let kind = entry.get("kind")?;
     entry
         .iter()
@@ -92,12 +108,51 @@ fn explain(problem: Problem, kind: &str) -> String {
                 kinds.join(", ")
             )
         }
-        Problem::UnknownField(field) if kind == "backend-restart" && field == "for" => {
+        Problem::UnknownField(field, _) if kind == "backend-restart" && field == "for" => {
             "a restart is instant: use backend-crash with `for` for downtime".to_owned()
         }
-        Problem::UnknownField(field) => format!("`{field}` does not apply to this kind"),
+        Problem::UnknownField(field, takes) => {
+            let takes = std::iter::once(&"kind")
+                .chain(takes)
+                .map(|field| format!("`{field}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if known(&field) {
+                format!("`{field}` does not apply to this kind: a {kind} fault takes {takes}")
+            } else {
+                format!("unknown field `{field}`: a {kind} fault takes {takes}")
+            }
+        }
         Problem::MissingField(field) => needs(field),
         Problem::Other(message) => message,
+    }
+}
+
+/// The kinds of fault there are, in the documented order: serde's own list, so that it
+/// cannot fall out of step with [`RawFault`].
+fn kinds() -> &'static [&'static str] {
+    let probe = toml::Table::from_iter([("kind".to_owned(), toml::Value::from(""))]);
+    match table::read::<RawFault>(probe) {
+        Err(Problem::UnknownVariant(_, kinds)) => kinds,
+        _ => &[],
+    }
+}
+
+/// Whether some kind of fault takes `field`.
+fn known(field: &str) -> bool {
+    kinds().iter().any(|kind| fields_of(kind).contains(&field))
+}
+
+/// The fields a fault of `kind` takes besides `kind`: serde's own list, as it reports
+/// a field the kind does not take.
+fn fields_of(kind: &str) -> &'static [&'static str] {
+    let probe = toml::Table::from_iter([
+        ("kind".to_owned(), toml::Value::from(kind)),
+        ("\u{0}".to_owned(), toml::Value::from(true)),
+    ]);
+    match table::read::<RawFault>(probe) {
+        Err(Problem::UnknownField(_, fields)) => fields,
+        _ => &[],
     }
 }
 
@@ -246,7 +301,26 @@ mod tests {
         );
         assert_eq!(
             error("kind = \"crash\"\nhost = \"c\"\nrate = 0.5\n"),
-            "f.toml:8:1: fault 1 (crash): `rate` does not apply to this kind"
+            "f.toml:8:1: fault 1 (crash): `rate` does not apply to this kind: a crash fault \
+             takes `kind`, `at`, `for`, `host`"
+        );
+    }
+
+    #[test]
+    fn a_field_no_kind_takes_is_pointed_at_with_the_fields_the_kind_takes() {
+        assert_eq!(
+            error("kind = \"pause\"\nhots = \"c\"\nfor = \"1s\"\n"),
+            "f.toml:11:8: fault 1 (pause): unknown field `hots`: a pause fault takes `kind`, \
+             `at`, `for`, `host`"
+        );
+    }
+
+    #[test]
+    fn a_kind_that_is_not_a_string_is_pointed_at_with_the_kinds() {
+        let message = error("kind = 3\n");
+        assert!(
+            message.starts_with("f.toml:10:8: fault 1: `kind` must be one of partition, "),
+            "{message}"
         );
     }
 }

@@ -22,8 +22,8 @@ pub(super) fn read<T: for<'de> Deserialize<'de>>(table: toml::Table) -> Result<T
 pub(super) enum Problem {
     /// An enum's tag names no variant: the tag, and the variants there are.
     UnknownVariant(String, &'static [&'static str]),
-    /// A field the type does not have.
-    UnknownField(String),
+    /// A field the type does not have: the field, and the fields the type has.
+    UnknownField(String, &'static [&'static str]),
     /// A field the type needs and the table does not have.
     MissingField(&'static str),
     /// Anything else (a value of the wrong type, an invalid duration), in serde's or
@@ -39,7 +39,11 @@ impl fmt::Display for Problem {
                 "unknown variant {variant:?}: expected one of {}",
                 expected.join(", ")
             ),
-            Self::UnknownField(field) => write!(f, "unknown field `{field}`"),
+            Self::UnknownField(field, expected) => write!(
+                f,
+                "unknown field `{field}`: expected one of {}",
+                expected.join(", ")
+            ),
             Self::MissingField(field) => write!(f, "missing field `{field}`"),
             Self::Other(message) => f.write_str(message),
         }
@@ -57,8 +61,8 @@ impl de::Error for Problem {
         Self::UnknownVariant(variant.to_owned(), expected)
     }
 
-    fn unknown_field(field: &str, _expected: &'static [&'static str]) -> Self {
-        Self::UnknownField(field.to_owned())
+    fn unknown_field(field: &str, expected: &'static [&'static str]) -> Self {
+        Self::UnknownField(field.to_owned(), expected)
     }
 
     fn missing_field(field: &'static str) -> Self {

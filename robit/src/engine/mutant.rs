@@ -49,14 +49,15 @@ pub(crate) fn loss_after_unlock(
 }
 
 /// [`Mutant::ValidityFromReceive`]: the instant a grant's or renewal's validity counts
-/// from — its answer's arrival (`received`) instead of its send time (`sent`).
+/// from — its answer's arrival (read from `received`, only when this mutant is planted)
+/// instead of its send time (`sent`).
 pub(crate) fn validity_from(
     config: &super::Config,
     sent: tokio::time::Instant,
-    received: tokio::time::Instant,
+    received: impl FnOnce() -> tokio::time::Instant,
 ) -> tokio::time::Instant {
     if config.planted(Mutant::ValidityFromReceive) {
-        received
+        received()
     } else {
         sent
     }

@@ -191,7 +191,8 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
 
         let sent = clock.now();
         let attempt_end = (sent + config.renew_timeout).min(deadline);
-        let attempt = renew_once(core, wake, id, &*lease, &mut driver_lost, attempt_end).await;
+        let mut renew = pin!(lease.renew(config.ttl));
+        let attempt = renew_once(core, wake, id, &mut renew, &mut driver_lost, attempt_end).await;
 
         match attempt {
             Attempt::Stopped => break None,
@@ -211,7 +212,7 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
                 #[cfg(not(feature = "mutants"))]
                 let from = sent;
                 #[cfg(feature = "mutants")]
-                let from = super::mutant::validity_from(config, sent, clock.now());
+                let from = super::mutant::validity_from(config, sent, || clock.now());
                 deadline = from + config.validity;
                 if !core.extend(id, deadline) {
                     break 'hold None;
@@ -234,18 +235,23 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     }
 }
 
-/// Sends one renew and waits for what ends it: its answer, its timer, a wake that finds
-/// the hold ended, or the driver's own loss signal.
-async fn renew_once<F: Future<Output = ()>>(
+/// Waits for what ends one renew: its answer, its timer, a wake that finds the hold
+/// ended, or the driver's own loss signal. The caller owns the renew's future, so that
+/// an unfinished renew is dropped where it always was: after the caller has dealt with
+/// the outcome.
+async fn renew_once<R, L>(
     core: &Arc<Core>,
     wake: &Wake,
     id: u64,
-    lease: &dyn Lease,
-    driver_lost: &mut Pin<&mut F>,
+    renew: &mut Pin<&mut R>,
+    driver_lost: &mut Pin<&mut L>,
     attempt_end: Instant,
-) -> Attempt {
+) -> Attempt
+where
+    R: Future<Output = Result<Renewal, DriverError>>,
+    L: Future<Output = ()>,
+{
     let config = &core.config;
-    let mut renew = pin!(lease.renew(config.ttl));
     loop {
         tokio::select! {
             biased;
@@ -255,7 +261,7 @@ async fn renew_once<F: Future<Output = ()>>(
                 }
             }
             () = driver_lost.as_mut() => return Attempt::DriverSignalled,
-            result = &mut renew => return Attempt::Done(result),
+            result = renew.as_mut() => return Attempt::Done(result),
             () = config.clock.sleep_until(attempt_end) => return Attempt::TimedOut,
         }
     }

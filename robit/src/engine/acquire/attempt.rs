@@ -61,7 +61,7 @@ pub(super) async fn one(
             #[cfg(not(feature = "mutants"))]
             let from = sent;
             #[cfg(feature = "mutants")]
-            let from = crate::engine::mutant::validity_from(config, sent, now);
+            let from = crate::engine::mutant::validity_from(config, sent, || now);
             let deadline = from + config.validity;
             if now < deadline {
                 return Ok(Outcome::Acquired(
