@@ -47,18 +47,18 @@ pub(crate) use self::watch::WatchRegistry;
 ///    time. Measuring from when the backend *received* the request satisfies this.
 ///    A backend that may drop grants earlier (an eviction, a restart without persistence)
 ///    breaks the promise; drivers should document when that can happen.
-/// 3. **Fencing.** Every grant carries a [`FenceToken`](crate::FenceToken) strictly greater than that of every
+/// 3. **Fencing.** Every grant carries a [`FenceToken`] strictly greater than that of every
 ///    earlier grant of the same name — across releases, expiries and owners. Tokens start
 ///    at 1. A global counter (shared by all names) satisfies this.
 /// 4. **Owner-checked renew and release.** [`Lease::renew`] and [`Lease::release`] act
 ///    only on the lease's own grant (same owner *and* token) and only while it is live.
-///    A renew that finds the grant expired answers [`Renewal::Lost`](crate::Renewal::Lost) even if nobody else
+///    A renew that finds the grant expired answers [`Renewal::Lost`] even if nobody else
 ///    holds the name: the client may already have been told it lost the lock.
 /// 5. **Release is idempotent** and never fails because the grant is gone.
 /// 6. **Errors are errors.** Report a failed operation as a [`DriverError`]; never
 ///    report `Held` or `Lost` when the backend could not be asked.
 ///
-/// The Mutex draws a fresh [`OwnerToken`](crate::OwnerToken) for every attempt, so a driver never sees one
+/// The Mutex draws a fresh [`OwnerToken`] for every attempt, so a driver never sees one
 /// owner acquire twice.
 ///
 /// Drivers need no timeouts for the Mutex's sake: it bounds every call and treats a call
@@ -165,7 +165,7 @@ pub trait Driver: Send + Sync + 'static {
     /// watch must complete if a release (or expiry the driver notices) that could let this
     /// waiter acquire happens any time after this call. A fair driver that hands the lock
     /// to one queued waiter at a time wakes only that waiter (keyed on
-    /// [`Waiter::id`](crate::Waiter::id)). Spurious completions are harmless (the waiter just tries again, no
+    /// [`Waiter::id`]). Spurious completions are harmless (the waiter just tries again, no
     /// sooner than a millisecond after its last attempt); missed ones cost a poll
     /// interval, never correctness. Most attempts are granted and drop their watch
     /// unpolled; a driver may register the watch when it is first polled instead, if it

@@ -19,12 +19,13 @@ pub const DEFAULT_DRIFT_FACTOR: f64 = 0.01;
 /// Default safety margin subtracted from every validity deadline. It absorbs the
 /// granularity of timers (tokio's is 1 ms) and of backend expiry (Redis's is 1 ms).
 pub const DEFAULT_SAFETY_MARGIN: Duration = Duration::from_millis(2);
-/// The smallest safety margin [`MutexBuilder::build`](crate::MutexBuilder::build) accepts. Timers fire up to a
-/// millisecond late (tokio's granularity); a smaller margin could let the loss signal
-/// arrive after the backend has freed the grant.
+/// The smallest safety margin [`MutexBuilder::build`](crate::MutexBuilder::build)
+/// accepts. Timers fire up to a millisecond late (tokio's granularity); a smaller margin
+/// could let the loss signal arrive after the backend has freed the grant.
 pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(1);
-/// The longest TTL [`MutexBuilder::build`](crate::MutexBuilder::build) accepts. Longer leases are indistinguishable
-/// from no lease at all, and deadline arithmetic must not overflow.
+/// The longest TTL [`MutexBuilder::build`](crate::MutexBuilder::build) accepts. Longer
+/// leases are indistinguishable from no lease at all, and deadline arithmetic must not
+/// overflow.
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(crate) type LostCallback = Arc<dyn Fn(&LossEvent) + Send + Sync>;

@@ -7,9 +7,9 @@
 //! never after an unlock that won the race.
 //!
 //! The state machine is this module; the work around it lives in its children:
-//! [`acquire`] (the `lock()` loop), [`watchdog`] (renewal and the validity deadline),
-//! [`release`] (ending a hold), with [`hold`], [`timed`], [`config`], [`backoff`],
-//! [`stats`] and [`wake`].
+//! [`acquire`](mod@acquire) (the `lock()` loop), [`watchdog`] (renewal and the validity
+//! deadline), [`release`](mod@release) (ending a hold), with [`hold`], [`timed`],
+//! [`config`], [`backoff`], [`stats`] and [`wake`].
 
 mod acquire;
 mod backoff;

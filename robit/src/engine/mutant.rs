@@ -3,8 +3,9 @@
 //! Compiled only with the `mutants` feature, which robit-sim turns on for its own tests:
 //! without it, no planted bug is in the build at all — no field, no branch. With it,
 //! [`MutexBuilder::mutant`](crate::MutexBuilder) selects one; without a selection the
-//! library behaves as documented. Each mutant breaks one thing the library promises, so that robit-sim's
-//! conformance tests can show that a library with that bug would fail them.
+//! library behaves as documented. Each mutant breaks one thing the library promises, so
+//! that robit-sim's conformance tests can show that a library with that bug would fail
+//! them.
 
 /// A planted bug in the mutex itself (as opposed to a driver).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

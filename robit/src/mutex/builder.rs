@@ -47,7 +47,8 @@ impl MutexBuilder {
     }
 
     /// The lease TTL: how long the backend keeps a grant that is not renewed. A crashed
-    /// holder blocks others for at most this long. Default [`DEFAULT_TTL`](crate::DEFAULT_TTL).
+    /// holder blocks others for at most this long. Default
+    /// [`DEFAULT_TTL`](crate::DEFAULT_TTL).
     pub fn ttl(mut self, ttl: Duration) -> Self {
         self.settings.ttl = ttl;
         self
@@ -71,14 +72,16 @@ impl MutexBuilder {
 
     /// The bound on how much any two clocks (this client's, the backend's) may disagree
     /// about an elapsed interval, as a fraction in `[0, 0.5)`. The validity deadline is
-    /// shortened by `ttl × drift_factor`. Default [`DEFAULT_DRIFT_FACTOR`](crate::DEFAULT_DRIFT_FACTOR).
+    /// shortened by `ttl × drift_factor`. Default
+    /// [`DEFAULT_DRIFT_FACTOR`](crate::DEFAULT_DRIFT_FACTOR).
     pub fn drift_factor(mut self, drift_factor: f64) -> Self {
         self.settings.drift_factor = drift_factor;
         self
     }
 
     /// A fixed amount subtracted from every validity deadline, on top of drift, to absorb
-    /// timer and backend-expiry granularity. At least [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN); default
+    /// timer and backend-expiry granularity. At least
+    /// [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN); default
     /// [`DEFAULT_SAFETY_MARGIN`](crate::DEFAULT_SAFETY_MARGIN).
     pub fn safety_margin(mut self, margin: Duration) -> Self {
         self.settings.safety_margin = margin;
@@ -92,7 +95,8 @@ impl MutexBuilder {
     }
 
     /// The retry backoff of a waiting `lock()`. Default
-    /// [`DEFAULT_BACKOFF_BASE`](crate::DEFAULT_BACKOFF_BASE)..[`DEFAULT_BACKOFF_MAX`](crate::DEFAULT_BACKOFF_MAX).
+    /// [`DEFAULT_BACKOFF_BASE`](crate::DEFAULT_BACKOFF_BASE) to
+    /// [`DEFAULT_BACKOFF_MAX`](crate::DEFAULT_BACKOFF_MAX).
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.settings.backoff = backoff;
         self
@@ -111,7 +115,7 @@ impl MutexBuilder {
     /// The clock all timing goes through. Default [`TokioClock`](crate::TokioClock).
     ///
     /// With a clock of its own, the mutex times every backend call itself, even when
-    /// the driver bounds its calls ([`Driver::call_limit`](crate::Driver::call_limit)):
+    /// the driver bounds its calls ([`Driver::call_limit`]):
     /// the driver's timers run on tokio's time, which this clock need not follow.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.settings.clock = clock;
