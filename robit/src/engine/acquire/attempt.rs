@@ -28,6 +28,9 @@ pub(super) enum Outcome {
     },
     /// The backend failed in a way that a later attempt may not.
     Failed(DriverError),
+    /// The attempt ran out of time because the wait itself ended: the backend was given
+    /// less than an attempt's time, so its silence says nothing about it.
+    CutShort,
 }
 
 /// Makes one attempt, sent at `sent`. An attempt may take the renew timeout, but never
@@ -78,6 +81,9 @@ pub(super) async fn one(
         Ok(Acquire::Held { expires_in }) => Ok(Outcome::Held { expires_in }),
         Err(error) if plan.wait == Wait::Try || !error.is_transient() => {
             Err(LockError::Backend(error))
+        }
+        Err(DriverError::Timeout(waited)) if limit < config.renew_timeout && waited >= limit => {
+            Ok(Outcome::CutShort)
         }
         Err(error) => Ok(Outcome::Failed(error)),
     }

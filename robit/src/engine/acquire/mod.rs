@@ -181,7 +181,7 @@ async fn attempts(
                 tracing::debug!(target: "robit", fence = installed.fence.get(), attempts = number + 1, "acquired");
                 return Ok(installed);
             }
-            Outcome::TooLate => Duration::ZERO,
+            Outcome::TooLate | Outcome::CutShort => Duration::ZERO,
             Outcome::Held { expires_in } => {
                 pending.queued.get_or_insert(request);
                 wait::after_held(core, &plan, &released, number, expires_in)
