@@ -165,6 +165,28 @@ impl Timeline {
             .filter(|event| self.writes || !Self::is_write(event))
     }
 
+    /// What `event` says, for a person. Mostly the event alone says it; a dropped lease
+    /// also says whether its loss had been signalled by then.
+    fn describe(&self, event: &Event) -> String {
+        match &event.kind {
+            EventKind::Dropped { lease } if self.lost_before(event, *lease) => {
+                format!("dropped lease {lease}, whose loss was signalled before")
+            }
+            kind => describe(kind),
+        }
+    }
+
+    /// Whether `event`'s host was told of the loss of `lease` before `event`.
+    fn lost_before(&self, event: &Event, lease: u64) -> bool {
+        self.events
+            .iter()
+            .take_while(|earlier| !std::ptr::eq(*earlier, event))
+            .any(|earlier| {
+                earlier.who == event.who
+                    && matches!(&earlier.kind, EventKind::Lost { lease: lost, .. } if *lost == lease)
+            })
+    }
+
     /// The intervals in which each client believed it held the lock.
     fn held(&self) -> Vec<Held> {
         Beliefs::from_events(&self.events, self.end)

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Timeline, describe, secs};
+use super::{Timeline, secs};
 use crate::{Event, EventKind, Violation};
 
 /// The mark in the first column: what kind of line this is, at a glance.
@@ -130,18 +130,18 @@ fn lines(timeline: &Timeline) -> Vec<Line> {
         }) {
             lines.push(violation_line(number, violation));
         }
-        lines.push(event_line(event));
+        lines.push(event_line(timeline, event));
     }
     lines.extend(pending.map(|(number, violation)| violation_line(number, violation)));
     lines
 }
 
-fn event_line(event: &Event) -> Line {
+fn event_line(timeline: &Timeline, event: &Event) -> Line {
     Line {
         mark: mark(&event.kind),
         at: secs(event.at),
         host: event.who.clone(),
-        what: describe(&event.kind),
+        what: timeline.describe(event),
     }
 }
 
@@ -243,5 +243,37 @@ mod tests {
             .text();
         assert!(!text.contains("write sent"));
         assert!(text.contains("(fenced writes not shown)"));
+    }
+
+    #[test]
+    fn a_dropped_lease_says_whether_its_loss_was_signalled_before() {
+        let history = History::new();
+        let ms = Duration::from_millis;
+        history.record_at(ms(5), "c1", EventKind::Acquired { lease: 1, token: 1 });
+        history.record_at(ms(6), "c2", EventKind::Acquired { lease: 2, token: 2 });
+        let lost = EventKind::Lost {
+            lease: 1,
+            reason: "the validity deadline passed".into(),
+        };
+        history.record_at(ms(10), "c1", lost);
+        history.record_at(ms(11), "c1", EventKind::Dropped { lease: 1 });
+        history.record_at(ms(12), "c2", EventKind::Dropped { lease: 2 });
+        let text = Timeline::new(&history, &[], Duration::from_secs(1)).text();
+        let line = |host: &str, what: &str| {
+            text.lines()
+                .any(|line| line.contains(&format!(" {host} ")) && line.ends_with(what))
+        };
+        assert!(
+            line("c1", "dropped lease 1, whose loss was signalled before"),
+            "{text}"
+        );
+        assert!(
+            line(
+                "c2",
+                "dropped lease 2: no longer held, loss not signalled yet"
+            ),
+            "{text}"
+        );
+        assert_eq!(text.matches("loss not signalled yet").count(), 1, "{text}");
     }
 }
