@@ -8,7 +8,7 @@
 mod svg;
 mod text;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use crate::check::{Beliefs, End};
@@ -185,6 +185,22 @@ impl Timeline {
                 earlier.who == event.who
                     && matches!(&earlier.kind, EventKind::Lost { lease: lost, .. } if *lost == lease)
             })
+    }
+
+    /// Each grant's fencing token, numbered from 1 in increasing order: short labels for
+    /// tokens that may be large numbers.
+    fn token_ordinals(&self) -> BTreeMap<u64, usize> {
+        let tokens: BTreeSet<u64> = self
+            .events
+            .iter()
+            .filter_map(|event| match event.kind {
+                EventKind::Acquired { token, .. } | EventKind::BackendGranted { token, .. } => {
+                    Some(token)
+                }
+                _ => None,
+            })
+            .collect();
+        tokens.into_iter().zip(1..).collect()
     }
 
     /// The intervals in which each client believed it held the lock.

@@ -49,6 +49,7 @@ pub(super) fn lanes_content(
             mid = top + LANE / 2.0,
         );
     }
+    let ordinals = timeline.token_ordinals();
     for held in timeline.held() {
         let Some((index, top)) = lanes.get(&held.client) else {
             continue;
@@ -65,11 +66,17 @@ pub(super) fn lanes_content(
             End::Crash => "crashed",
             End::StillHeld => "still held at the end",
         };
+        // Tokens can be large numbers (a Redis fence counter); the bar shows the grant's
+        // place in the run, the tooltip the token itself.
+        let label = format!(
+            "#{}",
+            ordinals.get(&held.token).copied().unwrap_or_default()
+        );
         let _ = write!(
             out,
             "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{HELD}\" \
              stroke=\"#ffffff\" stroke-width=\"0.6\">\
-             <title>{} lease {}, token {}: {}s to {}s ({how})</title></rect>",
+             <title>{label}: {} lease {}, token {}: {}s to {}s ({how})</title></rect>",
             top + 8.0,
             escape(&held.client),
             held.lease,
@@ -77,7 +84,6 @@ pub(super) fn lanes_content(
             secs(held.start),
             secs(held.end)
         );
-        let label = format!("t{}", held.token);
         if width >= text_width(&label) + 4.0 {
             let _ = write!(
                 out,

@@ -70,7 +70,7 @@ pub(super) fn violations(
 pub(super) fn legend(s: &mut String, top: f64) {
     let items: [(&str, String); 9] = [
         (
-            "held (token)",
+            "held (#n: nth grant)",
             format!("<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{HELD}\"/>"),
         ),
         (

@@ -104,7 +104,9 @@ fn each_client_gets_one_lane_with_its_label() {
 fn held_intervals_are_bars_labelled_with_their_token() {
     let svg = svg();
     assert_eq!(svg.matches("height=\"14\" fill=\"#3b6fc4\"").count(), 2);
-    assert!(svg.contains(">t41</text>"));
+    // Labelled by their place in the run; the token itself is in the tooltip.
+    assert!(svg.contains(">#1</text>"));
+    assert!(svg.contains("<title>#1: c1 lease 1, token 41:"));
     assert!(svg.contains("c1 lease 1, token 41: 0.100s to 2.500s (lost)"));
     assert!(svg.contains("c2 lease 1, token 42: 2.600s to 10.000s (still held at the end)"));
 }
@@ -155,7 +157,7 @@ fn the_axis_has_round_tick_labels_in_seconds() {
 fn the_legend_names_every_mark() {
     let svg = svg();
     for name in [
-        "held (token)",
+        "held (#n: nth grant)",
         "loss signalled",
         "crash",
         "restart",
