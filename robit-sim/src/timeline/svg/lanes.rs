@@ -4,7 +4,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::{ACCEPTED, CRASH, HELD, LANE, LEFT, LOST, REJECTED, RESTART, WAIT, escape, text_width};
+use super::{
+    ACCEPTED, CRASH, FAILED, HELD, LANE, LEFT, LOST, REJECTED, RESTART, WAIT, escape, text_width,
+};
 use crate::EventKind;
 use crate::check::End;
 use crate::history::host_of;
@@ -108,6 +110,7 @@ pub(super) fn lanes_content(
                 continue;
             }
             EventKind::Lost { .. } => (event.who.as_str(), Mark::Lost),
+            EventKind::LockFailed { .. } => (event.who.as_str(), Mark::Failed),
             EventKind::Crashed => (event.who.as_str(), Mark::Crash),
             EventKind::Restarted => (event.who.as_str(), Mark::Restart),
             EventKind::WriteAccepted { from, token } if timeline.writes => {
@@ -150,6 +153,7 @@ pub(super) fn lanes_content(
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mark {
     Lost,
+    Failed,
     Crash,
     Restart,
     Accepted,
@@ -185,6 +189,12 @@ fn mark_lane(
             top + 1.0,
             top + 8.0,
             top + 22.0
+        ),
+        Mark::Failed => writeln!(
+            out,
+            "<path d=\"M{at:.1} {:.1}l4 4l-4 4l-4 -4z\" fill=\"#ffffff\" stroke=\"{FAILED}\" \
+                 stroke-width=\"1.5\"><title>{title}</title></path>",
+            top + LANE / 2.0 - 4.0
         ),
         Mark::Crash => writeln!(
             out,

@@ -28,6 +28,7 @@ const MAX_VIOLATIONS_LISTED: usize = 8;
 const HELD: &str = "#3b6fc4";
 const WAIT: &str = "#9e9e9e";
 const LOST: &str = "#e8871e";
+const FAILED: &str = "#7b5a3a";
 const CRASH: &str = "#222222";
 const RESTART: &str = "#2e9d4a";
 const ACCEPTED: &str = "#43a047";
@@ -154,7 +155,9 @@ pub(super) fn render(timeline: &Timeline) -> String {
         n if n > listed => listed + 2,
         _ => listed + 1,
     };
-    let height = legend_top + 24.0 + list_lines as f64 * 15.0 + 8.0;
+    let legend_extra = (overlay::legend_rows() - 1) as f64 * overlay::LEGEND_ROW;
+    let list_top = legend_top + 30.0 + legend_extra;
+    let height = list_top - 6.0 + list_lines as f64 * 15.0 + 8.0;
 
     let _ = writeln!(
         s,
@@ -249,7 +252,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
         let _ = writeln!(
             s,
             "<text x=\"{LEFT}\" y=\"{:.1}\" fill=\"{VIOLATION}\">{}. {}</text>",
-            legend_top + 30.0 + index as f64 * 15.0,
+            list_top + index as f64 * 15.0,
             index + 1,
             escape(&violation.to_string())
         );
@@ -258,7 +261,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
         let _ = writeln!(
             s,
             "<text x=\"{LEFT}\" y=\"{:.1}\" fill=\"{VIOLATION}\">… and {} more</text>",
-            legend_top + 30.0 + listed as f64 * 15.0,
+            list_top + listed as f64 * 15.0,
             timeline.violations.len() - listed
         );
     }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::lanes::Lanes;
 use super::{
-    ACCEPTED, CRASH, FAULT, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN, REJECTED, RESTART,
-    VIOLATION, WAIT, escape, text_width,
+    ACCEPTED, CRASH, FAILED, FAULT, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN, REJECTED,
+    RESTART, RIGHT, VIOLATION, WAIT, WIDTH, escape, text_width,
 };
 use crate::timeline::Timeline;
 
@@ -66,9 +66,46 @@ pub(super) fn violations(
     let _ = writeln!(s, "</g>");
 }
 
-/// The legend: one swatch per kind of mark.
+/// The legend: one swatch per kind of mark, in rows as wide as the drawing.
 pub(super) fn legend(s: &mut String, top: f64) {
-    let items: [(&str, String); 9] = [
+    let _ = writeln!(s, "<g class=\"legend\">");
+    for ((label, swatch), (left, row)) in legend_items().into_iter().zip(legend_places()) {
+        let _ = writeln!(
+            s,
+            "<g transform=\"translate({left:.1} {:.1})\">{swatch}<text x=\"24\">{}</text></g>",
+            top + row as f64 * LEGEND_ROW,
+            escape(label)
+        );
+    }
+    let _ = writeln!(s, "</g>");
+}
+
+/// How far apart the legend's rows are.
+pub(super) const LEGEND_ROW: f64 = 18.0;
+
+/// How many rows the legend takes.
+pub(super) fn legend_rows() -> usize {
+    legend_places().last().map_or(1, |(_, row)| row + 1)
+}
+
+/// Where each legend item goes: its left edge and its row.
+fn legend_places() -> Vec<(f64, usize)> {
+    let mut places = Vec::new();
+    let (mut left, mut row) = (LEFT, 0);
+    for (label, _) in legend_items() {
+        let width = 24.0 + text_width(label);
+        if left > LEFT && left + width > WIDTH - RIGHT {
+            (left, row) = (LEFT, row + 1);
+        }
+        places.push((left, row));
+        left += width + 18.0;
+    }
+    places
+}
+
+/// The legend's items: a label and its swatch.
+fn legend_items() -> [(&'static str, String); 10] {
+    [
         (
             "held (#n: nth grant)",
             format!("<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{HELD}\"/>"),
@@ -77,6 +114,12 @@ pub(super) fn legend(s: &mut String, top: f64) {
             "waiting in lock()",
             format!(
                 "<line x2=\"18\" y1=\"-4\" y2=\"-4\" stroke=\"{WAIT}\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>"
+            ),
+        ),
+        (
+            "lock() failed",
+            format!(
+                "<path d=\"M9 -8l4 4l-4 4l-4 -4z\" fill=\"#ffffff\" stroke=\"{FAILED}\" stroke-width=\"1.5\"/>"
             ),
         ),
         (
@@ -113,16 +156,5 @@ pub(super) fn legend(s: &mut String, top: f64) {
             "violation",
             format!("<circle cx=\"9\" cy=\"-4\" r=\"4\" fill=\"{VIOLATION}\"/>"),
         ),
-    ];
-    let _ = writeln!(s, "<g class=\"legend\">");
-    let mut left = LEFT;
-    for (label, swatch) in items {
-        let _ = writeln!(
-            s,
-            "<g transform=\"translate({left:.1} {top:.1})\">{swatch}<text x=\"24\">{}</text></g>",
-            escape(label)
-        );
-        left += 24.0 + text_width(label) + 18.0;
-    }
-    let _ = writeln!(s, "</g>");
+    ]
 }

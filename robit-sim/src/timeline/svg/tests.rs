@@ -158,6 +158,7 @@ fn the_legend_names_every_mark() {
     let svg = svg();
     for name in [
         "held (#n: nth grant)",
+        "lock() failed",
         "loss signalled",
         "crash",
         "restart",
@@ -188,4 +189,34 @@ fn text_is_escaped() {
         escape("a<b & \"c\" 'd'>"),
         "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;"
     );
+}
+
+#[test]
+fn a_failed_lock_call_is_marked_on_its_lane_with_the_error() {
+    let history = History::new();
+    let ms = Duration::from_millis;
+    history.record_at(ms(0), "c1", EventKind::LockCalled);
+    let error = "timed out after 1s waiting for the lock".to_owned();
+    history.record_at(ms(1000), "c1", EventKind::LockFailed { error });
+    history.record_at(ms(1000), "c1", EventKind::LockCalled);
+    let svg = Timeline::new(&history, &[], Duration::from_secs(2)).svg();
+    assert_eq!(
+        svg.matches(
+            "<title>1.000s lock() failed: timed out after 1s waiting for the lock</title></path>"
+        )
+        .count(),
+        1,
+        "{svg}"
+    );
+}
+
+#[test]
+fn the_legend_wraps_rather_than_run_off_the_drawing() {
+    let svg = svg();
+    let widest = svg
+        .split("<g transform=\"translate(")
+        .skip(1)
+        .filter_map(|rest| rest.split(' ').next()?.parse::<f64>().ok())
+        .fold(0.0, f64::max);
+    assert!(widest < 1200.0 - 100.0, "a legend item starts at {widest}");
 }
