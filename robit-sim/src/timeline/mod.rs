@@ -5,12 +5,16 @@
 //! checkers found, and the run's length. They only read the history; building one never
 //! changes a run.
 
+mod describe;
+mod grants;
 mod svg;
 mod text;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use self::describe::describe;
+use self::grants::GrantSteps;
 use crate::check::{Beliefs, End};
 use crate::history::host_of;
 use crate::{Event, EventKind, History, Run, Scenario, Verdict, Violation};
@@ -203,6 +207,23 @@ impl Timeline {
         tokens.into_iter().zip(1..).collect()
     }
 
+    /// The highest token granted so far, after each grant: for telling stale writes.
+    fn grant_steps(&self) -> GrantSteps {
+        let mut highest = 0;
+        GrantSteps(
+            self.events
+                .iter()
+                .filter_map(|event| match event.kind {
+                    EventKind::Acquired { token, .. } | EventKind::BackendGranted { token, .. } => {
+                        highest = highest.max(token);
+                        Some((event.at, highest))
+                    }
+                    _ => None,
+                })
+                .collect(),
+        )
+    }
+
     /// The intervals in which each client believed it held the lock.
     fn held(&self) -> Vec<Held> {
         Beliefs::from_events(&self.events, self.end)
@@ -309,43 +330,6 @@ fn natural_key(name: &str) -> (&str, u128, &str) {
     let stem = name.trim_end_matches(|c: char| c.is_ascii_digit());
     let digits = &name[stem.len()..];
     (stem, digits.parse().unwrap_or(0), digits)
-}
-
-/// What an event says, for a person: the host and time are shown separately.
-fn describe(kind: &EventKind) -> String {
-    match kind {
-        EventKind::LockCalled => "lock() called".to_owned(),
-        EventKind::Acquired { lease, token } => format!("acquired lease {lease}, token {token}"),
-        EventKind::LockFailed { error } => format!("lock() failed: {error}"),
-        EventKind::UnlockCalled { lease } => format!("unlock() called on lease {lease}"),
-        EventKind::Unlocked { lease, outcome } => format!("unlocked lease {lease}: {outcome}"),
-        EventKind::Dropped { lease } => {
-            format!("dropped lease {lease}: no longer held, loss not signalled yet")
-        }
-        EventKind::Lost { lease, reason } => format!("lost lease {lease}: {reason}"),
-        EventKind::WriteSent { lease, token } => {
-            format!("write sent with token {token} (lease {lease})")
-        }
-        EventKind::WriteAccepted { from, token } => {
-            format!("write from {from} accepted, token {token}")
-        }
-        EventKind::WriteRejected {
-            from,
-            token,
-            highest,
-        } => format!("write from {from} REJECTED as stale: token {token}, highest seen {highest}"),
-        EventKind::BackendGranted { to, token, until } => {
-            format!("granted to {to}, token {token}, until {}s", secs(*until))
-        }
-        EventKind::BackendRenewed { by, token, until } => {
-            format!("renewed by {by}, token {token}, until {}s", secs(*until))
-        }
-        EventKind::BackendReleased { by, token } => format!("released by {by}, token {token}"),
-        EventKind::Fault { what, ended: false } => format!("fault begins: {what}"),
-        EventKind::Fault { what, ended: true } => format!("fault repaired: {what}"),
-        EventKind::Crashed => "CRASHED".to_owned(),
-        EventKind::Restarted => "restarted".to_owned(),
-    }
 }
 
 #[cfg(test)]

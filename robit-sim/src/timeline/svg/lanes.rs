@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{
-    ACCEPTED, CRASH, FAILED, HELD, LANE, LEFT, LOST, REJECTED, RESTART, WAIT, escape, text_width,
+    ACCEPTED, CRASH, FAILED, HELD, LANE, LEFT, LOST, REJECTED, RESTART, STALE, WAIT, escape,
+    text_width,
 };
 use crate::EventKind;
 use crate::check::End;
@@ -103,6 +104,7 @@ pub(super) fn lanes_content(
     // A host that runs several mutexes has a lane per mutex (`c1#2`): its crashes and
     // restarts go on all of them, and a write on the lane of the mutex that sent it.
     let mut writers: BTreeMap<u64, &str> = BTreeMap::new();
+    let grants = timeline.grant_steps();
     for event in &timeline.events {
         let (client, mark) = match &event.kind {
             EventKind::WriteSent { token, .. } => {
@@ -114,7 +116,12 @@ pub(super) fn lanes_content(
             EventKind::Crashed => (event.who.as_str(), Mark::Crash),
             EventKind::Restarted => (event.who.as_str(), Mark::Restart),
             EventKind::WriteAccepted { from, token } if timeline.writes => {
-                (writers.get(token).copied().unwrap_or(from), Mark::Accepted)
+                let mark = if grants.stale(*token, event.at) {
+                    Mark::StaleAccepted
+                } else {
+                    Mark::Accepted
+                };
+                (writers.get(token).copied().unwrap_or(from), mark)
             }
             EventKind::WriteRejected { from, token, .. } if timeline.writes => {
                 (writers.get(token).copied().unwrap_or(from), Mark::Rejected)
@@ -157,6 +164,7 @@ enum Mark {
     Crash,
     Restart,
     Accepted,
+    StaleAccepted,
     Rejected,
 }
 
@@ -214,6 +222,12 @@ fn mark_lane(
                  <title>{title}</title></line>",
             bottom - 6.0,
             bottom - 1.0
+        ),
+        Mark::StaleAccepted => writeln!(
+            out,
+            "<path d=\"M{:.1} {:.1}h8l-4 7z\" fill=\"{STALE}\"><title>STALE: {title}</title></path>",
+            at - 4.0,
+            bottom - 8.0
         ),
         Mark::Rejected => writeln!(
             out,

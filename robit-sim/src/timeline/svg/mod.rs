@@ -33,6 +33,7 @@ const CRASH: &str = "#222222";
 const RESTART: &str = "#2e9d4a";
 const ACCEPTED: &str = "#43a047";
 const REJECTED: &str = "#c2185b";
+const STALE: &str = "#d62728";
 const FAULT: &str = "#f2b705";
 const VIOLATION: &str = "#d62728";
 

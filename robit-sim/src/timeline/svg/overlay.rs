@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::lanes::Lanes;
 use super::{
     ACCEPTED, CRASH, FAILED, FAULT, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN, REJECTED,
-    RESTART, RIGHT, VIOLATION, WAIT, WIDTH, escape, text_width,
+    RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
 };
 use crate::timeline::Timeline;
 
@@ -104,7 +104,7 @@ fn legend_places() -> Vec<(f64, usize)> {
 }
 
 /// The legend's items: a label and its swatch.
-fn legend_items() -> [(&'static str, String); 10] {
+fn legend_items() -> [(&'static str, String); 11] {
     [
         (
             "held (#n: nth grant)",
@@ -139,6 +139,10 @@ fn legend_items() -> [(&'static str, String); 10] {
             format!(
                 "<line x1=\"9\" x2=\"9\" y1=\"-6\" y2=\"0\" stroke=\"{ACCEPTED}\" stroke-width=\"2\"/>"
             ),
+        ),
+        (
+            "stale write accepted",
+            format!("<path d=\"M5 -9h8l-4 7z\" fill=\"{STALE}\"/>"),
         ),
         (
             "write rejected",

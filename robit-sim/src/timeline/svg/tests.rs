@@ -163,6 +163,7 @@ fn the_legend_names_every_mark() {
         "crash",
         "restart",
         "write accepted",
+        "stale write accepted",
         "write rejected",
         "fault window",
         "violation",
@@ -219,4 +220,30 @@ fn the_legend_wraps_rather_than_run_off_the_drawing() {
         .filter_map(|rest| rest.split(' ').next()?.parse::<f64>().ok())
         .fold(0.0, f64::max);
     assert!(widest < 1200.0 - 100.0, "a legend item starts at {widest}");
+}
+
+#[test]
+fn an_accepted_write_with_a_token_older_than_a_later_grant_is_marked_stale() {
+    let history = History::new();
+    let ms = Duration::from_millis;
+    let write = |token| EventKind::WriteAccepted {
+        from: "c1".into(),
+        token,
+    };
+    history.record_at(ms(0), "c1", EventKind::Acquired { lease: 1, token: 5 });
+    history.record_at(ms(100), "storage", write(5));
+    history.record_at(ms(200), "c2", EventKind::Acquired { lease: 1, token: 6 });
+    history.record_at(ms(300), "storage", write(5));
+    let svg = Timeline::new(&history, &[], Duration::from_secs(1)).svg();
+    assert_eq!(
+        svg.matches("<title>STALE: 0.300s write from c1 accepted")
+            .count(),
+        1,
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches("STALE: ").count(),
+        1,
+        "only the late write: {svg}"
+    );
 }
