@@ -403,3 +403,47 @@ fn an_unwritable_timeline_path_is_bad_input() {
     let run = robit_sim(dir.path(), &["run", "healthy.toml", "--timeline", "file"]);
     assert_bad_input(&run, "cannot write file");
 }
+
+#[test]
+fn replay_can_narrow_the_timeline_to_some_clients_and_a_window() {
+    let dir = TempDir::new().unwrap();
+    scenario(&dir, "partitioned.toml", PARTITIONED);
+    let args = [
+        "replay",
+        "partitioned.toml",
+        "--seed",
+        "3",
+        "--client",
+        "c2",
+    ];
+    let run = robit_sim(
+        dir.path(),
+        &[&args[..], &["--from", "1s", "--to", "4s"]].concat(),
+    );
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("6.000s simulated, shown from 1.000s to 4.000s; clients: c2\n"),
+        "{}",
+        run.stdout
+    );
+    let svg = dir.path().join("narrow.svg");
+    let svg_arg = svg.to_str().unwrap();
+    let unknown = [
+        "replay",
+        "partitioned.toml",
+        "--seed",
+        "3",
+        "--client",
+        "c9",
+    ];
+    let run = robit_sim(
+        dir.path(),
+        &[&unknown[..], &["--timeline", svg_arg]].concat(),
+    );
+    assert_bad_input(
+        &run,
+        "unknown client \"c9\": the run's clients are c1, c2, c3",
+    );
+    assert!(!svg.exists(), "no timeline is left behind for bad input");
+}

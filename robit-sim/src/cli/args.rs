@@ -1,6 +1,7 @@
 //! The command line: subcommands, arguments and their help.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -123,6 +124,12 @@ pub struct RunArgs {
 /// let Command::Replay(args) = cli.command else { unreachable!() };
 /// assert_eq!(args.timeline.as_deref(), Some("a.svg".as_ref()));
 /// assert!(args.no_writes);
+/// let cli = Cli::try_parse_from([
+///     "robit-sim", "replay", "a.toml", "--seed", "3", "--client", "c2", "--from", "10s",
+/// ])?;
+/// let Command::Replay(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.clients, ["c2"]);
+/// assert_eq!(args.from, Some(std::time::Duration::from_secs(10)));
 /// # Ok::<(), clap::Error>(())
 /// ```
 #[derive(Debug, Args)]
@@ -139,6 +146,16 @@ pub struct ReplayArgs {
     /// Leave fenced writes out of the timeline (they can outnumber everything else)
     #[arg(long)]
     pub no_writes: bool,
+    /// Show only this client (repeat for several): its lane, its events, and what the
+    /// backend and the resource did for it
+    #[arg(long = "client", value_name = "NAME")]
+    pub clients: Vec<String>,
+    /// Show the timeline from this simulated time on (`10s`, `1500ms`)
+    #[arg(long, value_name = "TIME", value_parser = humantime::parse_duration)]
+    pub from: Option<Duration>,
+    /// Show the timeline up to this simulated time
+    #[arg(long, value_name = "TIME", value_parser = humantime::parse_duration)]
+    pub to: Option<Duration>,
 }
 
 fn at_least_one(text: &str) -> Result<u64, String> {

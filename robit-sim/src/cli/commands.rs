@@ -176,10 +176,15 @@ pub(super) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<Status, C
             return Ok(Status::Failed);
         }
     };
-    let mut timeline = Timeline::of_run(&scenario, &run);
-    if args.no_writes {
-        timeline = timeline.without_writes();
-    }
+    let timeline = match filtered(Timeline::of_run(&scenario, &run), args) {
+        Ok(timeline) => timeline,
+        Err(error) => {
+            if let Some(file) = svg_file {
+                file.abandon();
+            }
+            return Err(error);
+        }
+    };
     emit(out, &timeline.text())?;
     if let Some(file) = svg_file {
         let path = file.write(&timeline.svg())?;
@@ -190,6 +195,24 @@ pub(super) fn replay(args: &ReplayArgs, out: &mut dyn Write) -> Result<Status, C
     } else {
         Status::Failed
     })
+}
+
+/// `timeline` as `replay`'s options ask: without writes, only some clients, a window.
+fn filtered(mut timeline: Timeline, args: &ReplayArgs) -> Result<Timeline, CliError> {
+    if args.no_writes {
+        timeline = timeline.without_writes();
+    }
+    if !args.clients.is_empty() {
+        timeline = timeline
+            .only_clients(&args.clients)
+            .map_err(CliError::Filter)?;
+    }
+    if args.from.is_some() || args.to.is_some() {
+        timeline = timeline
+            .window(args.from.unwrap_or_default(), args.to)
+            .map_err(CliError::Filter)?;
+    }
+    Ok(timeline)
 }
 
 /// The SVG file `replay` writes, opened before the run.

@@ -81,6 +81,9 @@ pub enum CliError {
     /// A directory with no scenario in it.
     #[error("{}: no scenario files (*.toml) in this directory", .0.display())]
     NoScenarios(PathBuf),
+    /// `replay`'s `--client`, `--from` or `--to` name what the run does not have.
+    #[error("{0}")]
+    Filter(String),
     /// Seeds past the largest seed there is.
     #[error("--first-seed {first} with --seeds {seeds} goes past the largest seed")]
     SeedOverflow {

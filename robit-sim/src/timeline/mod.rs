@@ -6,15 +6,16 @@
 //! changes a run.
 
 mod describe;
+mod filter;
 mod grants;
 mod svg;
 mod text;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use self::describe::describe;
-use self::grants::GrantSteps;
+use self::grants::Grants;
 use crate::check::{Beliefs, End};
 use crate::history::host_of;
 use crate::{Event, EventKind, History, Run, Scenario, Verdict, Violation};
@@ -46,7 +47,14 @@ const NOT_CLIENTS: [&str; 3] = ["backend", "storage", "world"];
 pub struct Timeline {
     events: Vec<Event>,
     violations: Vec<Violation>,
+    /// The start of the time axis: zero, unless a window was chosen.
+    start: Duration,
     end: Duration,
+    /// The end of the run, whatever the window.
+    run_end: Duration,
+    /// Every grant of the run, whatever is shown: short labels for tokens, and the
+    /// grants against which a write is stale.
+    grants: Grants,
     clients: Vec<String>,
     title: Option<String>,
     verdict: Option<Verdict>,
@@ -74,9 +82,12 @@ impl Timeline {
         }
         clients.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
         Self {
+            grants: Grants::of(&events),
             events,
             violations: violations.to_vec(),
+            start: Duration::ZERO,
             end,
+            run_end: end,
             clients,
             title: None,
             verdict: None,
@@ -166,6 +177,7 @@ impl Timeline {
     fn shown_events(&self) -> impl Iterator<Item = &Event> {
         self.events
             .iter()
+            .filter(|event| self.shows(event.at))
             .filter(|event| self.writes || !Self::is_write(event))
     }
 
@@ -191,44 +203,12 @@ impl Timeline {
             })
     }
 
-    /// Each grant's fencing token, numbered from 1 in increasing order: short labels for
-    /// tokens that may be large numbers.
-    fn token_ordinals(&self) -> BTreeMap<u64, usize> {
-        let tokens: BTreeSet<u64> = self
-            .events
-            .iter()
-            .filter_map(|event| match event.kind {
-                EventKind::Acquired { token, .. } | EventKind::BackendGranted { token, .. } => {
-                    Some(token)
-                }
-                _ => None,
-            })
-            .collect();
-        tokens.into_iter().zip(1..).collect()
-    }
-
-    /// The highest token granted so far, after each grant: for telling stale writes.
-    fn grant_steps(&self) -> GrantSteps {
-        let mut highest = 0;
-        GrantSteps(
-            self.events
-                .iter()
-                .filter_map(|event| match event.kind {
-                    EventKind::Acquired { token, .. } | EventKind::BackendGranted { token, .. } => {
-                        highest = highest.max(token);
-                        Some((event.at, highest))
-                    }
-                    _ => None,
-                })
-                .collect(),
-        )
-    }
-
     /// The intervals in which each client believed it held the lock.
     fn held(&self) -> Vec<Held> {
         Beliefs::from_events(&self.events, self.end)
             .beliefs
             .into_iter()
+            .filter(|belief| belief.end >= self.start && belief.start <= self.end)
             .map(|belief| Held {
                 client: belief.client,
                 lease: belief.lease,
@@ -269,6 +249,7 @@ impl Timeline {
             open.into_iter()
                 .map(|(who, start)| (who.to_owned(), start, self.end)),
         );
+        waits.retain(|(_, start, stop)| *stop >= self.start && *start <= self.end);
         waits
     }
 
@@ -296,6 +277,9 @@ impl Timeline {
                 });
             }
         }
+        windows.retain(|window| {
+            window.start <= self.end && window.end.is_none_or(|end| end >= self.start)
+        });
         windows
     }
 }

@@ -1,6 +1,7 @@
 //! The text timeline: one aligned line per event, violations marked where they happen.
 
 use std::fmt::Write as _;
+use std::time::Duration;
 
 use super::{Timeline, secs};
 use crate::{Event, EventKind, Violation};
@@ -32,10 +33,19 @@ pub(super) fn render(timeline: &Timeline) -> String {
     if let Some(title) = &timeline.title {
         let _ = writeln!(out, "{title}");
     }
+    let shown = if (timeline.start, timeline.end) == (Duration::ZERO, timeline.run_end) {
+        String::new()
+    } else {
+        format!(
+            ", shown from {}s to {}s",
+            secs(timeline.start),
+            secs(timeline.end)
+        )
+    };
     let _ = writeln!(
         out,
-        "{}s simulated; clients: {}",
-        secs(timeline.end),
+        "{}s simulated{shown}; clients: {}",
+        secs(timeline.run_end),
         if timeline.clients.is_empty() {
             "none".to_owned()
         } else {
@@ -275,5 +285,47 @@ mod tests {
             "{text}"
         );
         assert_eq!(text.matches("loss not signalled yet").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn only_some_clients_keeps_their_events_and_refuses_an_unknown_name() {
+        let timeline = Timeline::new(&history(), &[], Duration::from_secs(3));
+        let text = timeline
+            .clone()
+            .only_clients(&["c2".to_owned()])
+            .unwrap()
+            .text();
+        assert!(text.contains("clients: c2\n"), "{text}");
+        // No line is c1's (the fault that names it is the world's).
+        assert!(!text.contains("  c1  "), "{text}");
+        assert!(text.contains("partition c1 | backend"), "{text}");
+        let error = timeline.only_clients(&["c9".to_owned()]).unwrap_err();
+        assert!(
+            error.starts_with("unknown client \"c9\": the run's clients are c1, c2"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_window_shows_only_its_events_and_says_which_it_is() {
+        let ms = Duration::from_millis;
+        let timeline = Timeline::new(&history(), &[], Duration::from_secs(3));
+        let all = timeline.clone().text();
+        let text = timeline
+            .clone()
+            .window(ms(6), Some(ms(2000)))
+            .unwrap()
+            .text();
+        assert!(
+            text.contains("3.000s simulated, shown from 0.006s to 2.000s"),
+            "{text}"
+        );
+        assert!(all.contains("   0.000  "), "{all}");
+        assert!(
+            !text.contains("   0.000  ") && !text.contains("   0.005  "),
+            "{text}"
+        );
+        let error = timeline.window(ms(2000), Some(ms(2000))).unwrap_err();
+        assert!(error.contains("is empty"), "{error}");
     }
 }

@@ -52,7 +52,6 @@ pub(super) fn lanes_content(
             mid = top + LANE / 2.0,
         );
     }
-    let ordinals = timeline.token_ordinals();
     for held in timeline.held() {
         let Some((index, top)) = lanes.get(&held.client) else {
             continue;
@@ -71,10 +70,7 @@ pub(super) fn lanes_content(
         };
         // Tokens can be large numbers (a Redis fence counter); the bar shows the grant's
         // place in the run, the tooltip the token itself.
-        let label = format!(
-            "#{}",
-            ordinals.get(&held.token).copied().unwrap_or_default()
-        );
+        let label = format!("#{}", timeline.grants.ordinal(held.token));
         let _ = write!(
             out,
             "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{HELD}\" \
@@ -104,7 +100,6 @@ pub(super) fn lanes_content(
     // A host that runs several mutexes has a lane per mutex (`c1#2`): its crashes and
     // restarts go on all of them, and a write on the lane of the mutex that sent it.
     let mut writers: BTreeMap<u64, &str> = BTreeMap::new();
-    let grants = timeline.grant_steps();
     for event in &timeline.events {
         let (client, mark) = match &event.kind {
             EventKind::WriteSent { token, .. } => {
@@ -116,7 +111,7 @@ pub(super) fn lanes_content(
             EventKind::Crashed => (event.who.as_str(), Mark::Crash),
             EventKind::Restarted => (event.who.as_str(), Mark::Restart),
             EventKind::WriteAccepted { from, token } if timeline.writes => {
-                let mark = if grants.stale(*token, event.at) {
+                let mark = if timeline.grants.stale(*token, event.at) {
                     Mark::StaleAccepted
                 } else {
                     Mark::Accepted
@@ -128,6 +123,9 @@ pub(super) fn lanes_content(
             }
             _ => continue,
         };
+        if !timeline.shows(event.at) {
+            continue;
+        }
         let targets: Vec<(usize, f64)> = match lanes.get(client) {
             Some(lane) => vec![lane],
             None => lanes

@@ -103,9 +103,12 @@ fn pack(extents: &[(f64, f64)], max_rows: usize) -> Vec<usize> {
 }
 
 pub(super) fn render(timeline: &Timeline) -> String {
-    let end = timeline.end.max(Duration::from_millis(1));
+    let origin = timeline.start;
+    let end = timeline.end.max(origin + Duration::from_millis(1));
     let plot = WIDTH - LEFT - RIGHT;
-    let at_seconds = |seconds: f64| LEFT + plot * (seconds / end.as_secs_f64()).clamp(0.0, 1.0);
+    let span = (end - origin).as_secs_f64();
+    let at_seconds =
+        |seconds: f64| LEFT + plot * ((seconds - origin.as_secs_f64()) / span).clamp(0.0, 1.0);
     let x = |at: Duration| at_seconds(at.as_secs_f64());
 
     let mut s = String::new();
@@ -191,10 +194,11 @@ pub(super) fn render(timeline: &Timeline) -> String {
             "<rect x=\"{LEFT}\" y=\"{top:.1}\" width=\"{plot:.1}\" height=\"{LANE}\" fill=\"{fill}\"/>"
         );
     }
-    let step = tick_step(end);
+    let step = tick_step(end - origin);
+    let first = (origin.as_secs_f64() / step).ceil() as u64;
     let ticks = (end.as_secs_f64() / step).floor() as u64;
     let _ = writeln!(s, "<g class=\"axis\" stroke=\"#d0d0d0\">");
-    for tick in 0..=ticks {
+    for tick in first..=ticks {
         let seconds = tick as f64 * step;
         let at = at_seconds(seconds);
         let _ = writeln!(

@@ -33,6 +33,9 @@ pub(super) fn violations(
         let Some(first) = violation.instants.first() else {
             continue;
         };
+        if !timeline.shows(*first) {
+            continue;
+        }
         let title = escape(&format!("{}. {violation}", index + 1));
         let at = x(*first);
         let _ = writeln!(
@@ -50,7 +53,12 @@ pub(super) fn violations(
             );
             labels.push(at);
         }
-        for instant in violation.instants.iter().take(4) {
+        for instant in violation
+            .instants
+            .iter()
+            .take(4)
+            .filter(|at| timeline.shows(**at))
+        {
             for client in &violation.clients {
                 if let Some((_, top)) = lanes.get(client) {
                     let _ = writeln!(
