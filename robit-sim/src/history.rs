@@ -146,6 +146,9 @@ pub enum EventKind {
         /// The grant's fencing token.
         token: u64,
     },
+    /// The backend lost all its state (it crashed or restarted without persistence):
+    /// every grant with it.
+    BackendStateLost,
     /// A fault began (or, with `ended`, was repaired).
     Fault {
         /// The fault, as the scenario describes it.
@@ -198,6 +201,7 @@ impl EventKind {
             Self::BackendGranted { .. } => "granted",
             Self::BackendRenewed { .. } => "renewed",
             Self::BackendReleased { .. } => "released",
+            Self::BackendStateLost => "state-lost",
             Self::Fault { ended: false, .. } => "fault",
             Self::Fault { ended: true, .. } => "repaired",
             Self::Crashed => "crashed",
@@ -250,6 +254,7 @@ impl fmt::Display for Event {
             EventKind::BackendReleased { by, token } => {
                 write!(f, "released by={by} token={token}")
             }
+            EventKind::BackendStateLost => write!(f, "state-lost"),
             EventKind::Fault { what, ended } => {
                 write!(f, "{} {what}", if *ended { "repaired" } else { "fault" })
             }

@@ -33,6 +33,7 @@ pub(super) fn describe(kind: &EventKind) -> String {
             format!("renewed by {by}, token {token}, until {}s", secs(*until))
         }
         EventKind::BackendReleased { by, token } => format!("released by {by}, token {token}"),
+        EventKind::BackendStateLost => "lost all its state, every grant with it".to_owned(),
         EventKind::Fault { what, ended: false } => format!("fault begins: {what}"),
         EventKind::Fault { what, ended: true } => format!("fault repaired: {what}"),
         EventKind::Crashed => "CRASHED".to_owned(),

@@ -8,6 +8,7 @@
 mod describe;
 mod filter;
 mod grants;
+mod server;
 mod svg;
 mod text;
 

@@ -159,12 +159,14 @@ pub(crate) fn start(
             sim.crash(BACKEND);
             if *lose_state {
                 hosts.lose_backend_state();
+                history.record_at(now, BACKEND, EventKind::BackendStateLost);
             }
         }
         Action::BackendRestart { lose_state } => {
             sim.crash(BACKEND);
             if *lose_state {
                 hosts.lose_backend_state();
+                history.record_at(now, BACKEND, EventKind::BackendStateLost);
             }
             sim.bounce(BACKEND);
         }

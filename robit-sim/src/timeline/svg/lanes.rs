@@ -5,12 +5,13 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{
-    ACCEPTED, CRASH, FAILED, HELD, LANE, LEFT, LOST, REJECTED, RESTART, STALE, WAIT, escape,
-    text_width,
+    ACCEPTED, BACKEND_LANE, CRASH, FAILED, GRANTED, HELD, LANE, LEFT, LOST, REJECTED, RESTART,
+    STALE, WAIT, escape, text_width,
 };
 use crate::EventKind;
 use crate::check::End;
 use crate::history::host_of;
+use crate::timeline::server::ServerGrant;
 use crate::timeline::{Timeline, describe, secs};
 
 /// Where each client's lane is.
@@ -34,8 +35,14 @@ pub(super) fn lanes_content(
     s: &mut String,
     x: &dyn Fn(Duration) -> f64,
     lanes: &Lanes<'_>,
+    server: &[ServerGrant],
 ) {
-    let mut content = vec![String::new(); timeline.clients.len()];
+    let mut content = vec![String::new(); lanes.index.len()];
+    if let Some((index, top)) = lanes.get(BACKEND_LANE)
+        && let Some(out) = content.get_mut(index)
+    {
+        server_bars(out, timeline, x, server, top);
+    }
     for (client, start, stop) in timeline.waits() {
         let Some((index, top)) = lanes.get(&client) else {
             continue;
@@ -139,11 +146,19 @@ pub(super) fn lanes_content(
             mark_lane(&mut content, &mut drawn, x, event, mark, (index, top));
         }
     }
-    for (client, body) in timeline.clients.iter().zip(content) {
+    let mut names: Vec<(&str, usize)> = lanes.index.iter().map(|(n, i)| (*n, *i)).collect();
+    names.sort_by_key(|(_, index)| *index);
+    for ((client, _), body) in names.into_iter().zip(content) {
         let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
+        // The backend's lane is not a client's: it says whose it is another way.
+        let whose = if client == BACKEND_LANE {
+            "class=\"backend-lane\" data-host"
+        } else {
+            "class=\"lane\" data-client"
+        };
         let _ = writeln!(
             s,
-            "<g class=\"lane\" data-client=\"{name}\">\
+            "<g {whose}=\"{name}\">\
              <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
             LEFT - 8.0,
             top + LANE / 2.0 + 4.0,
@@ -151,6 +166,46 @@ pub(super) fn lanes_content(
         );
         s.push_str(&body);
         s.push_str("</g>\n");
+    }
+}
+
+/// The backend's grants as bars on its lane: what the server believed, beside what each
+/// client believed.
+fn server_bars(
+    out: &mut String,
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    server: &[ServerGrant],
+    top: f64,
+) {
+    for grant in server {
+        let (start, stop) = (x(grant.start), x(grant.end));
+        let width = (stop - start).max(1.0);
+        let label = format!("#{} {}", timeline.grants.ordinal(grant.token), grant.to);
+        let _ = write!(
+            out,
+            "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{GRANTED}\" \
+             stroke=\"#ffffff\" stroke-width=\"0.6\">\
+             <title>backend: granted to {}, token {} ({}): {}s to {}s ({})</title></rect>",
+            top + 8.0,
+            escape(&grant.to),
+            grant.token,
+            label,
+            secs(grant.start),
+            secs(grant.end),
+            grant.how
+        );
+        if width >= text_width(&label) + 4.0 {
+            let _ = write!(
+                out,
+                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#ffffff\" \
+                 font-size=\"10\">{}</text>",
+                start + width / 2.0,
+                top + 19.0,
+                escape(&label)
+            );
+        }
+        out.push('\n');
     }
 }
 

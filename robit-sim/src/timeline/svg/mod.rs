@@ -26,6 +26,9 @@ const MAX_VIOLATIONS_DRAWN: usize = 100;
 const MAX_VIOLATIONS_LISTED: usize = 8;
 
 const HELD: &str = "#3b6fc4";
+const GRANTED: &str = "#8e9ec4";
+/// The name of the lane of the backend's own grants.
+const BACKEND_LANE: &str = "backend";
 const WAIT: &str = "#9e9e9e";
 const LOST: &str = "#e8871e";
 const FAILED: &str = "#7b5a3a";
@@ -142,13 +145,18 @@ pub(super) fn render(timeline: &Timeline) -> String {
     let faults_top = header;
     let marks_top = faults_top + fault_rows as f64 * FAULT_ROW;
     let lanes_top = marks_top + 16.0;
-    let lanes_bottom = lanes_top + timeline.clients.len() as f64 * LANE;
+    // The clients' lanes, then the backend's, if it made grants that show.
+    let server = timeline.server_grants();
+    let mut names: Vec<&str> = timeline.clients.iter().map(String::as_str).collect();
+    if !server.is_empty() {
+        names.push(BACKEND_LANE);
+    }
+    let lanes_bottom = lanes_top + names.len() as f64 * LANE;
     let lanes = Lanes {
-        index: timeline
-            .clients
+        index: names
             .iter()
             .enumerate()
-            .map(|(index, client)| (client.as_str(), index))
+            .map(|(index, name)| (*name, index))
             .collect(),
         top: lanes_top,
     };
@@ -186,7 +194,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     }
 
     // Lane backgrounds, then the grid and the fault bands over them.
-    for (index, _) in timeline.clients.iter().enumerate() {
+    for index in 0..names.len() {
         let top = lanes_top + index as f64 * LANE;
         let fill = if index % 2 == 0 { "#f4f6f9" } else { "#ffffff" };
         let _ = writeln!(
@@ -249,7 +257,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     }
     let _ = writeln!(s, "</g>");
 
-    lanes_content(timeline, &mut s, &x, &lanes);
+    lanes_content(timeline, &mut s, &x, &lanes, &server);
     violations(timeline, &mut s, &x, &lanes, marks_top, lanes_bottom);
     legend(&mut s, legend_top);
 

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use super::lanes::Lanes;
 use super::{
-    ACCEPTED, CRASH, FAILED, FAULT, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN, REJECTED,
-    RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
+    ACCEPTED, CRASH, FAILED, FAULT, GRANTED, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN,
+    REJECTED, RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
 };
 use crate::timeline::Timeline;
 
@@ -112,11 +112,15 @@ fn legend_places() -> Vec<(f64, usize)> {
 }
 
 /// The legend's items: a label and its swatch.
-fn legend_items() -> [(&'static str, String); 11] {
+fn legend_items() -> [(&'static str, String); 12] {
     [
         (
             "held (#n: nth grant)",
             format!("<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{HELD}\"/>"),
+        ),
+        (
+            "granted, as the backend saw it",
+            format!("<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"{GRANTED}\"/>"),
         ),
         (
             "waiting in lock()",

@@ -158,6 +158,7 @@ fn the_legend_names_every_mark() {
     let svg = svg();
     for name in [
         "held (#n: nth grant)",
+        "granted, as the backend saw it",
         "lock() failed",
         "loss signalled",
         "crash",
@@ -246,4 +247,49 @@ fn an_accepted_write_with_a_token_older_than_a_later_grant_is_marked_stale() {
         1,
         "only the late write: {svg}"
     );
+}
+
+#[test]
+fn the_backends_grants_have_a_lane_of_their_own_ended_as_the_backend_ended_them() {
+    let history = History::new();
+    let s = Duration::from_secs;
+    let granted = |to: &str, token, until| EventKind::BackendGranted {
+        to: to.into(),
+        token,
+        until: s(until),
+    };
+    history.record_at(s(1), "backend", granted("c1", 7, 5));
+    let renewed = EventKind::BackendRenewed {
+        by: "c1".into(),
+        token: 7,
+        until: s(6),
+    };
+    history.record_at(s(2), "backend", renewed);
+    history.record_at(s(3), "backend", EventKind::BackendStateLost);
+    history.record_at(s(4), "backend", granted("c2", 8, 9));
+    let released = EventKind::BackendReleased {
+        by: "c2".into(),
+        token: 8,
+    };
+    history.record_at(s(5), "backend", released);
+    history.record_at(s(6), "backend", granted("c1", 9, 7));
+    let svg = Timeline::new(&history, &[], s(10)).svg();
+    assert!(
+        svg.contains("<g class=\"backend-lane\" data-host=\"backend\">"),
+        "{svg}"
+    );
+    assert_eq!(
+        svg.matches("<g class=\"lane\"").count(),
+        0,
+        "no client has a lane"
+    );
+    for title in [
+        "backend: granted to c1, token 7 (#1 c1): 1.000s to 3.000s (lost with the backend's state)",
+        "backend: granted to c2, token 8 (#2 c2): 4.000s to 5.000s (released)",
+        "backend: granted to c1, token 9 (#3 c1): 6.000s to 7.000s (expired)",
+    ] {
+        assert!(svg.contains(title), "{title}: {svg}");
+    }
+    // Without grants from the backend, it has no lane.
+    assert!(!self::svg().contains(">backend</text>"));
 }
