@@ -462,3 +462,34 @@ async fn the_local_driver_refuses_a_ttl_it_cannot_represent_with_an_error() {
     };
     assert!(lease.renew(Duration::MAX).await.is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_ends_during_an_unanswered_attempt_blames_the_holder_not_the_backend() {
+    let driver = FaultyDriver::new();
+    let holder = mutex(driver.clone());
+    let _guard = holder.lock().await.unwrap();
+    let waiter = mutex(driver.clone());
+    let limit = Duration::from_millis(500);
+    let waiting = tokio::spawn(async move { waiter.lock_with(Wait::Timeout(limit)).await });
+    // The first attempt finds the lock held; the next one's answer never comes in time.
+    settle().await;
+    driver.set_acquire(AcquireFault::DelayReply(Duration::from_secs(60)));
+    let err = within(Duration::from_secs(5), "the wait's end", waiting)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LockError::Timeout {
+                last_error: None,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        !err.to_string().contains("the backend was failing"),
+        "{err}"
+    );
+}

@@ -29,8 +29,9 @@ pub(super) enum Outcome {
     /// The backend failed in a way that a later attempt may not.
     Failed(DriverError),
     /// The attempt ran out of time because the wait itself ended: the backend was given
-    /// less than an attempt's time, so its silence says nothing about it.
-    CutShort,
+    /// less than an attempt's time. Its silence explains the wait only if nothing else
+    /// does (no holder seen, no earlier failure).
+    CutShort(DriverError),
 }
 
 /// Makes one attempt, sent at `sent`. An attempt may take the renew timeout, but never
@@ -82,8 +83,10 @@ pub(super) async fn one(
         Err(error) if plan.wait == Wait::Try || !error.is_transient() => {
             Err(LockError::Backend(error))
         }
-        Err(DriverError::Timeout(waited)) if limit < config.renew_timeout && waited >= limit => {
-            Ok(Outcome::CutShort)
+        Err(error @ DriverError::Timeout(waited))
+            if limit < config.renew_timeout && waited >= limit =>
+        {
+            Ok(Outcome::CutShort(error))
         }
         Err(error) => Ok(Outcome::Failed(error)),
     }

@@ -164,6 +164,8 @@ async fn attempts(
 ) -> Result<Installed, LockError> {
     let plan = Plan::new(core, wait, pending.started);
     let mut last_error = None;
+    // Whether an attempt found the lock held: then a wait that ends is the holder's doing.
+    let mut held_seen = false;
     let mut number: u32 = 0;
     loop {
         let request = plan.request(core);
@@ -181,8 +183,17 @@ async fn attempts(
                 tracing::debug!(target: "robit", fence = installed.fence.get(), attempts = number + 1, "acquired");
                 return Ok(installed);
             }
-            Outcome::TooLate | Outcome::CutShort => Duration::ZERO,
+            Outcome::TooLate => Duration::ZERO,
+            // The wait is over. Blame the backend's silence only if nothing else explains
+            // the wait: a holder the backend reported, or an earlier failure.
+            Outcome::CutShort(error) => {
+                if !held_seen {
+                    last_error.get_or_insert(error);
+                }
+                Duration::ZERO
+            }
             Outcome::Held { expires_in } => {
+                held_seen = true;
                 pending.queued.get_or_insert(request);
                 wait::after_held(core, &plan, &released, number, expires_in)
             }
