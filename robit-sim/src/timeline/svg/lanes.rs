@@ -14,18 +14,19 @@ use crate::history::host_of;
 use crate::timeline::server::ServerGrant;
 use crate::timeline::{Timeline, describe, secs};
 
-/// Where each client's lane is.
+/// The lanes, top to bottom: each client's, then the backend's if it has one.
 pub(super) struct Lanes<'a> {
-    pub(super) index: BTreeMap<&'a str, usize>,
+    pub(super) names: Vec<&'a str>,
     pub(super) top: f64,
 }
 
 impl Lanes<'_> {
     /// The lane's index and the y of its top edge.
-    pub(super) fn get(&self, client: &str) -> Option<(usize, f64)> {
-        self.index
-            .get(client)
-            .map(|&index| (index, self.top + index as f64 * LANE))
+    pub(super) fn get(&self, name: &str) -> Option<(usize, f64)> {
+        self.names
+            .iter()
+            .position(|lane| *lane == name)
+            .map(|index| (index, self.top + index as f64 * LANE))
     }
 }
 
@@ -37,7 +38,7 @@ pub(super) fn lanes_content(
     lanes: &Lanes<'_>,
     server: &[ServerGrant],
 ) {
-    let mut content = vec![String::new(); lanes.index.len()];
+    let mut content = vec![String::new(); lanes.names.len()];
     if let Some((index, top)) = lanes.get(BACKEND_LANE)
         && let Some(out) = content.get_mut(index)
     {
@@ -66,8 +67,6 @@ pub(super) fn lanes_content(
         let Some(out) = content.get_mut(index) else {
             continue;
         };
-        let (start, stop) = (x(held.start), x(held.end));
-        let width = (stop - start).max(1.0);
         let how = match held.how {
             End::Unlock => "unlocked",
             End::Lost => "lost",
@@ -78,28 +77,16 @@ pub(super) fn lanes_content(
         // Tokens can be large numbers (a Redis fence counter); the bar shows the grant's
         // place in the run, the tooltip the token itself.
         let label = format!("#{}", timeline.grants.ordinal(held.token));
-        let _ = write!(
-            out,
-            "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{HELD}\" \
-             stroke=\"#ffffff\" stroke-width=\"0.6\">\
-             <title>{label}: {} lease {}, token {}: {}s to {}s ({how})</title></rect>",
-            top + 8.0,
+        let title = format!(
+            "{label}: {} lease {}, token {}: {}s to {}s ({how})",
             escape(&held.client),
             held.lease,
             held.token,
             secs(held.start),
             secs(held.end)
         );
-        if width >= text_width(&label) + 4.0 {
-            let _ = write!(
-                out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#ffffff\" \
-                 font-size=\"10\">{label}</text>",
-                start + width / 2.0,
-                top + 19.0
-            );
-        }
-        out.push('\n');
+        let span = (x(held.start), x(held.end));
+        bar(out, span, top, HELD, &title, &label);
     }
     // Marks that would land on the same pixel of a lane are drawn once (accepted writes,
     // the densest, once per two pixels).
@@ -136,8 +123,8 @@ pub(super) fn lanes_content(
         let targets: Vec<(usize, f64)> = match lanes.get(client) {
             Some(lane) => vec![lane],
             None => lanes
-                .index
-                .keys()
+                .names
+                .iter()
                 .filter(|lane| host_of(lane) == client)
                 .filter_map(|lane| lanes.get(lane))
                 .collect(),
@@ -146,9 +133,7 @@ pub(super) fn lanes_content(
             mark_lane(&mut content, &mut drawn, x, event, mark, (index, top));
         }
     }
-    let mut names: Vec<(&str, usize)> = lanes.index.iter().map(|(n, i)| (*n, *i)).collect();
-    names.sort_by_key(|(_, index)| *index);
-    for ((client, _), body) in names.into_iter().zip(content) {
+    for (&client, body) in lanes.names.iter().zip(content) {
         let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
         // The backend's lane is not a client's: it says whose it is another way.
         let whose = if client == BACKEND_LANE {
@@ -179,34 +164,56 @@ fn server_bars(
     top: f64,
 ) {
     for grant in server {
-        let (start, stop) = (x(grant.start), x(grant.end));
-        let width = (stop - start).max(1.0);
         let label = format!("#{} {}", timeline.grants.ordinal(grant.token), grant.to);
-        let _ = write!(
-            out,
-            "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{GRANTED}\" \
-             stroke=\"#ffffff\" stroke-width=\"0.6\">\
-             <title>backend: granted to {}, token {} ({}): {}s to {}s ({})</title></rect>",
-            top + 8.0,
+        let title = format!(
+            "backend: granted to {}, token {} ({}): {}s to {}s ({})",
             escape(&grant.to),
             grant.token,
-            label,
+            escape(&label),
             secs(grant.start),
             secs(grant.end),
             grant.how
         );
-        if width >= text_width(&label) + 4.0 {
-            let _ = write!(
-                out,
-                "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#ffffff\" \
-                 font-size=\"10\">{}</text>",
-                start + width / 2.0,
-                top + 19.0,
-                escape(&label)
-            );
-        }
-        out.push('\n');
+        bar(
+            out,
+            (x(grant.start), x(grant.end)),
+            top,
+            GRANTED,
+            &title,
+            &label,
+        );
     }
+}
+
+/// A bar on a lane (top edge at `top`) between the x positions `span`, filled with
+/// `fill`, with `title` (escaped already) as its tooltip and `label` inside it when it
+/// fits.
+fn bar(
+    out: &mut String,
+    (start, stop): (f64, f64),
+    top: f64,
+    fill: &str,
+    title: &str,
+    label: &str,
+) {
+    let width = (stop - start).max(1.0);
+    let _ = write!(
+        out,
+        "<rect x=\"{start:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"14\" fill=\"{fill}\" \
+         stroke=\"#ffffff\" stroke-width=\"0.6\"><title>{title}</title></rect>",
+        top + 8.0,
+    );
+    if width >= text_width(label) + 4.0 {
+        let _ = write!(
+            out,
+            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#ffffff\" \
+             font-size=\"10\">{}</text>",
+            start + width / 2.0,
+            top + 19.0,
+            escape(label)
+        );
+    }
+    out.push('\n');
 }
 
 /// The point marks on a lane.

@@ -153,11 +153,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     }
     let lanes_bottom = lanes_top + names.len() as f64 * LANE;
     let lanes = Lanes {
-        index: names
-            .iter()
-            .enumerate()
-            .map(|(index, name)| (*name, index))
-            .collect(),
+        names,
         top: lanes_top,
     };
     let legend_top = lanes_bottom + 30.0;
@@ -194,7 +190,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     }
 
     // Lane backgrounds, then the grid and the fault bands over them.
-    for index in 0..names.len() {
+    for index in 0..lanes.names.len() {
         let top = lanes_top + index as f64 * LANE;
         let fill = if index % 2 == 0 { "#f4f6f9" } else { "#ffffff" };
         let _ = writeln!(
