@@ -21,18 +21,20 @@ impl Timeline {
             ));
         }
         self.clients = clients.to_vec();
-        let keep = |name: &str| clients.iter().any(|client| client == name);
+        // A lane's own events, and its host's (a host with several mutexes, `c1#2`,
+        // crashes and restarts as `c1`).
+        let keep = |who: &str| {
+            clients
+                .iter()
+                .any(|client| client == who || host_of(client) == who)
+        };
         self.events.retain(|event| match &event.kind {
             EventKind::BackendGranted { to: who, .. }
             | EventKind::BackendRenewed { by: who, .. }
             | EventKind::BackendReleased { by: who, .. }
             | EventKind::WriteAccepted { from: who, .. }
-            | EventKind::WriteRejected { from: who, .. } => keep(host_of(who)),
-            _ => {
-                NOT_CLIENTS.contains(&event.who.as_str())
-                    || keep(host_of(&event.who))
-                    || keep(&event.who)
-            }
+            | EventKind::WriteRejected { from: who, .. } => keep(who),
+            _ => NOT_CLIENTS.contains(&event.who.as_str()) || keep(&event.who),
         });
         Ok(self)
     }

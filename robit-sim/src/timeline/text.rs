@@ -328,4 +328,28 @@ mod tests {
         let error = timeline.window(ms(2000), Some(ms(2000))).unwrap_err();
         assert!(error.contains("is empty"), "{error}");
     }
+
+    #[test]
+    fn only_one_mutex_of_a_host_keeps_its_grants_and_its_hosts_crash() {
+        let history = History::new();
+        let ms = Duration::from_millis;
+        history.record_at(ms(1), "c1#1", EventKind::LockCalled);
+        history.record_at(ms(2), "c2", EventKind::LockCalled);
+        let granted = EventKind::BackendGranted {
+            to: "c1#2".into(),
+            token: 3,
+            until: ms(900),
+        };
+        history.record_at(ms(3), "backend", granted);
+        history.record_at(ms(4), "c1#2", EventKind::Acquired { lease: 1, token: 3 });
+        history.record_at(ms(5), "c1", EventKind::Crashed);
+        let text = Timeline::new(&history, &[], Duration::from_secs(1))
+            .only_clients(&["c1#2".to_owned()])
+            .unwrap()
+            .text();
+        assert!(text.contains("granted to c1#2, token 3"), "{text}");
+        assert!(text.contains("acquired lease 1, token 3"), "{text}");
+        assert!(text.contains("CRASHED"), "{text}");
+        assert!(!text.contains("c1#1") && !text.contains("  c2  "), "{text}");
+    }
 }
