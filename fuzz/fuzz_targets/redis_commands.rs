@@ -15,8 +15,9 @@
 //! - a grant carries a fencing token above every earlier one of its namespace (unless a
 //!   command other than acquire wrote the fence key since the last FLUSHALL), and is
 //!   reported as a `Granted` event with that token, for that key and owner;
-//! - lock events come only from scripts, stamped with the command's time and peer, and
-//!   name the lock key the script was given;
+//! - lock events come only from commands that write a string key (in a script or
+//!   not), stamped with the command's time and peer; a script's name the lock key the
+//!   script was given;
 //! - SCRIPT LOAD answers the script's SHA1; once a script is loaded (by SCRIPT LOAD or
 //!   EVAL) and not flushed, EVALSHA never answers NOSCRIPT and SCRIPT EXISTS answers 1;
 //! - TIME answers `EPOCH` plus the command's time; PING, ECHO, PTTL and DBSIZE answer
@@ -802,8 +803,17 @@ fn run(steps: &[Step]) {
         if let Command::Script { call, via, .. } = &step.command {
             check_script(&mut model, call, *via, &reply, &happened);
         } else {
+            let writes = matches!(
+                step.command,
+                Command::Raw(_)
+                    | Command::Set { .. }
+                    | Command::Del(_)
+                    | Command::Pexpire { .. }
+                    | Command::Incr(_)
+                    | Command::Flushall
+            );
             assert!(
-                happened.is_empty() || matches!(step.command, Command::Raw(_)),
+                happened.is_empty() || writes,
                 "{:?} caused lock events: {happened:?}",
                 step.command
             );

@@ -23,7 +23,8 @@ use robit_sim::conformance::{
     ContractOptions, SimulationOptions, check_contract, check_in_simulation,
 };
 use robit_sim::{
-    DriverFactory, ModelConfig, ModelFailure, Scenario, check_model, load_scenarios, run_driver,
+    Backend, DriverFactory, ModelConfig, ModelFailure, Scenario, check_model, load_scenarios, run,
+    run_driver,
 };
 
 fn scenarios() -> PathBuf {
@@ -194,6 +195,68 @@ fn every_planted_library_bug_is_caught() {
         }
     }
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
+}
+
+/// Changes planted in robit's scripts as the simulated Redis runs them: what each
+/// breaks, the text found, and what replaces it.
+const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
+    (
+        "acquire grants over a holder",
+        "if current and not reserved_for_me then",
+        "if false and not reserved_for_me then",
+    ),
+    (
+        "renew extends anyone's grant, or none",
+        "if redis.pcall('GET', KEYS[1]) == ARGV[1] then",
+        "if true then",
+    ),
+    (
+        "one byte: acquire's TTL is read as seconds",
+        "redis.call('SET', lock, owner, 'PX', ttl)",
+        "redis.call('SET', lock, owner, 'EX', ttl)",
+    ),
+];
+
+/// The first seed (up to `max`) and Redis scenario that fails with `find` replaced by
+/// `replace` in every script the simulated Redis runs.
+fn first_failing_with_script_change(find: &str, replace: &str, max: u64) -> Option<(u64, String)> {
+    let scenarios: Vec<Scenario> = load_scenarios(&[scenarios()])
+        .expect("the scenarios load")
+        .into_iter()
+        .filter(|scenario| scenario.backend() == Backend::Redis)
+        .map(|scenario| scenario.with_script_edit(find, replace))
+        .collect();
+    (1..=max).find_map(|seed| {
+        scenarios.iter().find_map(|scenario| {
+            let passed = run(scenario, seed).is_ok_and(|run| run.verdict.passed());
+            (!passed).then(|| (seed, scenario.name().to_owned()))
+        })
+    })
+}
+
+#[test]
+fn every_planted_change_to_robit_s_scripts_is_caught_by_the_scenarios() {
+    let sources = robit_sim::redis::RobitScript::ALL.map(|script| script.source());
+    let mut survivors = Vec::new();
+    for (what, find, replace) in SCRIPT_CHANGES {
+        assert!(
+            sources.iter().any(|source| source.contains(find)),
+            "{find:?} is no longer in robit's scripts: plant the change elsewhere"
+        );
+        let caught = first_failing_with_script_change(find, replace, 3);
+        println!("{what}");
+        match &caught {
+            Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
+            None => println!("  scenarios: not caught in 3 seeds"),
+        }
+        if caught.is_none() {
+            survivors.push(what);
+        }
+    }
+    assert!(
+        survivors.is_empty(),
+        "script changes survived: {survivors:?}"
+    );
 }
 
 #[tokio::test]

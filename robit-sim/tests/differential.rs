@@ -4,9 +4,11 @@
 //! Each seed drives a sequence of what robit's driver sends — its four scripts, by
 //! EVALSHA with redis-rs's NOSCRIPT fallback (SCRIPT LOAD, then EVALSHA again) or by
 //! EVAL, with arguments from small domains (two lock names, three owners, three
-//! waiters, a few TTLs, with and without a quarantine) — mixed with inspection (GET,
-//! PTTL, LRANGE, LLEN, TYPE, EXISTS), expiries, FLUSHALL, SCRIPT FLUSH, keys overwritten
-//! with the wrong type, a counter set ahead of the clock or to a non-number, and bad
+//! waiters, a few TTLs, with and without a quarantine) — mixed with other scripts
+//! (other locks' scripts, every kind of value a script can return, errors raised every
+//! way a script can raise them, the sandbox, Lua's libraries), inspection (GET, PTTL,
+//! LRANGE, LLEN, TYPE, EXISTS), expiries, FLUSHALL, SCRIPT FLUSH, keys overwritten with
+//! the wrong type, a counter set ahead of the clock or to a non-number, and bad
 //! commands. Both servers get every command, and their replies must agree.
 //!
 //! # What is compared, and what is normalised
@@ -65,6 +67,8 @@ const WAITERS: [&str; 3] = [
 const FENCE: &str = "{d}:fence";
 const QUARANTINE: &str = "{d}:quarantine";
 const CHANNEL: &str = "d:handoff";
+/// The key of scripts that are not robit's.
+const OTHER: &str = "{d}:other";
 
 /// How a reply is compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,10 +85,13 @@ enum Check {
 enum Step {
     /// A script call; `eval` sends the text, otherwise EVALSHA with the fallback.
     Script {
-        script: RobitScript,
+        /// The script's name, to show; its text.
+        name: &'static str,
+        text: &'static str,
         keys: Vec<String>,
         args: Vec<String>,
         eval: bool,
+        check: Check,
     },
     Command(Vec<String>, Check),
     /// PEXPIRE key 1, then let that millisecond pass.
@@ -95,15 +102,16 @@ impl std::fmt::Display for Step {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Script {
-                script,
+                name,
                 keys,
                 args,
                 eval,
+                ..
             } => {
                 let how = if *eval { "EVAL" } else { "EVALSHA" };
                 write!(
                     f,
-                    "{how} <{script:?}> {} {} {:?}",
+                    "{how} <{name}> {} {} {:?}",
                     keys.len(),
                     keys.join(" "),
                     args
@@ -132,12 +140,21 @@ fn step(rng: &mut StdRng) -> Step {
     let entry = format!("{waiter}:{}", pick(rng, &["100", "40000"]));
     let handoff = pick(rng, &["30000", "60000"]).to_owned();
     let ttl = pick(rng, &["60000", "60000", "120000", "120000", "0"]).to_owned();
-    let script = |script, keys: Vec<String>, args: Vec<String>, rng: &mut StdRng| Step::Script {
-        script,
+    let script = |script: RobitScript, keys, args, rng: &mut StdRng| Step::Script {
+        name: script.name(),
+        text: script.source(),
         keys,
         args,
         eval: rng.random_bool(0.1),
+        check: if script == RobitScript::Acquire {
+            Check::AcquireReply
+        } else {
+            Check::Exact
+        },
     };
+    if rng.random_bool(0.15) {
+        return other_script(rng, lock, queue);
+    }
     match rng.random_range(0..100) {
         0..30 => {
             let (id, entry) = if rng.random_bool(0.7) {
@@ -190,6 +207,86 @@ fn step(rng: &mut StdRng) -> Step {
             Step::Command(words(&["SET", FENCE, value]), Check::Exact)
         }
         _ => mistake(rng, &lock, &queue),
+    }
+}
+
+/// Scripts that are not robit's: `(name, text)`, each called with a lock's key, its
+/// queue's key and a key of their own as KEYS (not robit's counter, whose values follow
+/// each server's clock), and an owner and a TTL as ARGV.
+const OTHER_SCRIPTS: [(&str, &str); 14] = [
+    (
+        "set-nx-px lock",
+        "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end\n\
+         return 0",
+    ),
+    (
+        "compare-and-delete",
+        "if redis.call('GET', KEYS[1]) == ARGV[1] then\n  return redis.call('DEL', KEYS[1])\n\
+         end\nreturn 0",
+    ),
+    (
+        "compare-and-extend",
+        "if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then return 0 end\n\
+         return redis.call('PEXPIRE', KEYS[1], ARGV[2])",
+    ),
+    (
+        "every kind of value",
+        "return {1, 'two', {3, {4}}, redis.call('EXISTS', KEYS[1]), false, 3.7, -2.5, true}",
+    ),
+    (
+        "status and error replies",
+        "if redis.call('EXISTS', KEYS[1]) == 1 then return redis.status_reply('HELD') end\n\
+         return redis.error_reply('FREE nobody holds ' .. KEYS[1])",
+    ),
+    (
+        "pcall's error table",
+        "local r = redis.pcall('INCR', KEYS[1])\n\
+         if type(r) == 'table' and r.err then return 'caught: ' .. r.err end\nreturn r",
+    ),
+    (
+        "a failing call on a later line",
+        "local function bump(key)\n  return redis.call('INCR', key)\nend\n\
+         local n = bump(KEYS[3])\nreturn {n, bump(KEYS[1])}",
+    ),
+    (
+        "a runtime error",
+        "local owner = ARGV[1]\nreturn owner + redis.call('LLEN', KEYS[2])",
+    ),
+    ("an unknown global", "return {KEYS[1], undefined_thing}"),
+    (
+        "a global written",
+        "counter = (counter or 0) + 1\nreturn counter",
+    ),
+    ("a compile error", "return ("),
+    (
+        "string and table libraries",
+        "local t = {}\nfor i = 1, #ARGV do table.insert(t, string.format('%s=%d', ARGV[i], #ARGV[i])) end\n\
+         table.sort(t)\nreturn {table.concat(t, ','), string.rep('ab', 3), string.upper(KEYS[1]), \
+         tostring(7 / 3), redis.sha1hex(ARGV[1])}",
+    ),
+    (
+        "numbers as arguments",
+        "redis.call('SET', KEYS[3] .. ':n', 12.5)\nredis.call('SET', KEYS[3] .. ':m', 1e20)\n\
+         return {redis.call('GET', KEYS[3] .. ':n'), redis.call('GET', KEYS[3] .. ':m'), \
+         redis.call('INCR', KEYS[3] .. ':c')}",
+    ),
+    (
+        "calls not allowed and unknown",
+        "local r = {redis.pcall('SUBSCRIBE', 'x'), redis.pcall('NOSUCH'), redis.pcall('GET')}\n\
+         return {r[1].err, r[2].err, r[3].err, redis.pcall('SET', 'k').err}",
+    ),
+];
+
+fn other_script(rng: &mut StdRng, lock: String, queue: String) -> Step {
+    let (name, text) = OTHER_SCRIPTS[rng.random_range(0..OTHER_SCRIPTS.len())];
+    let ttl = pick(rng, &["60000", "120000", "x"]).to_owned();
+    Step::Script {
+        name,
+        text,
+        keys: vec![lock, queue, OTHER.to_owned()],
+        args: vec![pick(rng, &OWNERS).to_owned(), ttl],
+        eval: rng.random_bool(0.3),
+        check: Check::Exact,
     }
 }
 
@@ -361,16 +458,14 @@ fn compare(seed: u64, real: &mut Real) -> usize {
                 std::thread::sleep(Duration::from_millis(5));
             }
             Step::Script {
-                script,
+                text,
                 keys,
                 args,
                 eval,
+                check,
+                ..
             } => {
-                let check = if script == RobitScript::Acquire {
-                    Check::AcquireReply
-                } else {
-                    Check::Exact
-                };
+                let sha = sha1_smol::Sha1::from(text).digest().to_string();
                 let numkeys = keys.len().to_string();
                 let call = |first: &str, text: String| {
                     let mut command = vec![first.to_owned(), text, numkeys.clone()];
@@ -379,14 +474,16 @@ fn compare(seed: u64, real: &mut Real) -> usize {
                     command
                 };
                 if eval {
-                    both(call("EVAL", script.source().to_owned()), check, &mut done);
+                    both(call("EVAL", text.to_owned()), check, &mut done);
                     continue;
                 }
-                let reply = both(call("EVALSHA", script.sha().to_owned()), check, &mut done);
+                let reply = both(call("EVALSHA", sha.clone()), check, &mut done);
                 if matches!(&reply, Frame::Error(e) if e.starts_with(b"NOSCRIPT")) {
-                    let load = words(&["SCRIPT", "LOAD", script.source()]);
-                    both(load, Check::Exact, &mut done);
-                    both(call("EVALSHA", script.sha().to_owned()), check, &mut done);
+                    let load = words(&["SCRIPT", "LOAD", text]);
+                    let loaded = both(load, Check::Exact, &mut done);
+                    if !matches!(loaded, Frame::Error(_)) {
+                        both(call("EVALSHA", sha.clone()), check, &mut done);
+                    }
                 }
             }
         }

@@ -18,12 +18,13 @@
 //! Unknown commands and subcommands, wrong numbers of arguments, `WRONGTYPE` and bad
 //! integers get the error replies Redis gives (a differential test holds it to that).
 //!
-//! # Scripts without Lua
+//! # Scripts
 //!
-//! robit's four scripts — acquire, renew, release, withdraw — are recognised by the SHA1
-//! of their exact text, taken from robit itself, and run natively: a line-by-line
-//! Rust version of the Lua, calling the same commands in the same order, with the same
-//! errors. Any other script is refused with an error saying the simulator runs no Lua.
+//! Scripts run in a real Lua 5.1 interpreter, as Redis 7 runs them: any script a client
+//! sends, robit's as they are in `robit/src/redis/scripts/`, byte for byte. The
+//! simulator does not know robit's scripts; it knows robit's key layout, to tell a
+//! checker what each command did to a lock (below). See the `lua` module for the
+//! script environment and what it leaves out.
 //!
 //! # Time
 //!
@@ -34,21 +35,22 @@
 //!
 //! # What a checker sees
 //!
-//! [`RedisState::on_event`] reports every grant, renewal and release the scripts make
-//! ([`LockEvent`]), with the backend's local time and the client's host.
+//! [`RedisState::on_event`] reports every grant, renewal and release ([`LockEvent`]),
+//! with the backend's local time and the client's host. They are derived from what
+//! each command, in a script or not, does to a lock's key (the `grants` module).
 //!
 //! # Limits
 //!
 //! One database (`SELECT 0` only), RESP2 only (`HELLO 3` is refused), no passwords (the
 //! default user accepts any), no pattern subscriptions, no `SET … GET | EXAT | PXAT`;
-//! subcommands not listed above answer as unknown ones do. A Lua runtime error in a
-//! native script (an argument that should be a number and is not) fails the script at
-//! the same point as Lua would, but worded by the simulator.
+//! subcommands not listed above answer as unknown ones do.
 
 mod commands;
 mod connector;
 mod events;
 mod exec;
+mod grants;
+mod lua;
 mod pubsub;
 pub mod resp;
 mod scripts;

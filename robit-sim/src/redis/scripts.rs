@@ -1,16 +1,20 @@
-//! Which scripts the simulated Redis knows, and the cache of those loaded.
+//! The scripts a server has loaded, and robit's own scripts for tests to call.
 //!
-//! There is no Lua here. A script is recognised by the SHA1 of its exact text — the
-//! texts robit itself sends, taken from robit — and run natively (see
-//! `commands::native`); the commands that load and call scripts are in `commands::eval`.
+//! A script is any Lua a client sends: EVAL and SCRIPT LOAD compile it in the server's
+//! Lua (`crate::redis::lua`) and keep it by the SHA1 of its text, for EVALSHA.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
+use mlua::Function;
 use robit::redis::script_sources as sources;
 
-/// One of robit's scripts, as the simulated Redis recognises it: tests and fuzz targets
-/// call the scripts by these texts and SHAs.
+use super::lua::Vm;
+use super::resp::Frame;
+
+/// One of robit's scripts, with the exact text robit sends: tests and fuzz targets
+/// call the scripts by these texts and SHAs. The server runs them as it runs any
+/// script; it does not know them.
 ///
 /// # Example
 ///
@@ -63,11 +67,6 @@ impl RobitScript {
             LazyLock::new(|| RobitScript::ALL.map(|kind| sha1_hex(kind.source().as_bytes())));
         &SHAS[self as usize]
     }
-
-    pub(crate) fn of_text(text: &[u8]) -> Option<Self> {
-        let sha = sha1_hex(text);
-        Self::ALL.into_iter().find(|kind| kind.sha() == sha)
-    }
 }
 
 /// SHA1 in lower-case hex.
@@ -75,75 +74,81 @@ pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
     sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
-/// The scripts loaded so far (by SCRIPT LOAD or EVAL), by SHA1. Lost on SCRIPT FLUSH
-/// and on a restart that loses state.
-#[derive(Debug, Default)]
+/// A loaded script: the interpreter it was compiled in, the compiled function, and
+/// its SHA1.
+pub(crate) type Loaded = (Vm, Function, String);
+
+/// The server's Lua, started on first use, and the scripts loaded into it (by SCRIPT
+/// LOAD or EVAL), by SHA1. Both are lost on SCRIPT FLUSH and on a restart that loses
+/// state, as in Redis, which starts a fresh interpreter then.
+#[derive(Default)]
 pub(crate) struct ScriptCache {
-    loaded: BTreeMap<String, RobitScript>,
+    vm: Option<Vm>,
+    loaded: BTreeMap<String, Function>,
+    /// Changes planted in every script loaded (`find`, `replace`).
+    #[cfg(feature = "mutants")]
+    edits: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ScriptCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptCache")
+            .field("loaded", &self.loaded.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ScriptCache {
-    pub(crate) fn load(&mut self, kind: RobitScript) -> &'static str {
-        self.loaded.insert(kind.sha().to_owned(), kind);
-        kind.sha()
+    /// Compiles and keeps `body` (or finds it, if loaded already).
+    pub(crate) fn load(&mut self, body: &[u8]) -> Result<Loaded, Frame> {
+        let sha = sha1_hex(body);
+        if let Some(found) = self.find(sha.as_bytes()) {
+            return Ok(found);
+        }
+        if self.vm.is_none() {
+            let vm = Vm::new().map_err(|error| {
+                Frame::error(format!(
+                    "ERR the simulated Redis could not start Lua: {error}"
+                ))
+            })?;
+            self.vm = Some(vm);
+        }
+        let vm = self.vm.clone().ok_or_else(|| Frame::error("ERR no Lua"))?;
+        #[cfg(feature = "mutants")]
+        let edited = self.edited(body);
+        #[cfg(feature = "mutants")]
+        let body = edited.as_slice();
+        let function = vm.compile(body)?;
+        self.loaded.insert(sha.clone(), function.clone());
+        Ok((vm, function, sha))
     }
 
-    pub(crate) fn find(&self, sha: &[u8]) -> Option<RobitScript> {
+    /// The loaded script whose SHA1 is `sha` (in either case).
+    pub(crate) fn find(&self, sha: &[u8]) -> Option<Loaded> {
         let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-        self.loaded.get(&sha).copied()
+        let function = self.loaded.get(&sha)?;
+        Some((self.vm.clone()?, function.clone(), sha))
     }
 
+    /// Plants a change in every script loaded from now on: `find` replaced by `replace`.
+    #[cfg(feature = "mutants")]
+    pub(crate) fn plant_edit(&mut self, find: &str, replace: &str) {
+        self.edits.push((find.to_owned(), replace.to_owned()));
+    }
+
+    /// `body` with the planted changes made.
+    #[cfg(feature = "mutants")]
+    fn edited(&self, body: &[u8]) -> Vec<u8> {
+        let mut text = String::from_utf8_lossy(body).into_owned();
+        for (find, replace) in &self.edits {
+            text = text.replace(find.as_str(), replace);
+        }
+        text.into_bytes()
+    }
+
+    /// SCRIPT FLUSH, or a restart: no scripts, and a fresh interpreter next time.
     pub(crate) fn clear(&mut self) {
         self.loaded.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The native scripts were written against these texts. If robit's Lua changes,
-    /// review `native.rs` against the new text, then update the hashes here.
-    #[test]
-    fn robits_scripts_are_the_ones_the_native_implementations_follow() {
-        let pinned = [
-            (
-                RobitScript::Acquire,
-                "3e74e22071d537ba645a99c3cfdd1916d811953a",
-            ),
-            (
-                RobitScript::Renew,
-                "3fe856c1e166fd96ac380ee6c2f14cb8e818fe66",
-            ),
-            (
-                RobitScript::Release,
-                "8ce955927178c85ce97fe5bc48be1bb49af00a81",
-            ),
-            (
-                RobitScript::Withdraw,
-                "92b8b4edd5a17e5c1912af9bc439518e65fe299c",
-            ),
-        ];
-        for (kind, sha) in pinned {
-            assert_eq!(
-                kind.sha(),
-                sha,
-                "robit's {} script changed: bring the native implementation in line with \
-                 it, then pin its new SHA1",
-                kind.name()
-            );
-            assert_eq!(redis::Script::new(kind.source()).get_hash(), sha);
-        }
-    }
-
-    #[test]
-    fn a_text_is_recognised_only_if_it_is_exactly_one_of_robits_scripts() {
-        assert_eq!(
-            RobitScript::of_text(sources::RENEW.as_bytes()),
-            Some(RobitScript::Renew)
-        );
-        let altered = format!("{} ", sources::RENEW);
-        assert_eq!(RobitScript::of_text(altered.as_bytes()), None);
-        assert_eq!(RobitScript::of_text(b"return 1"), None);
+        self.vm = None;
     }
 }

@@ -114,6 +114,15 @@ impl RedisState {
         inner.scripts.clear();
     }
 
+    /// Plants a change in every script this server loads from now on: it compiles the
+    /// script with `find` replaced by `replace`, under the SHA1 of the text it was sent.
+    /// For the conformance tests: a planted change to robit's scripts must be caught.
+    #[doc(hidden)]
+    #[cfg(feature = "mutants")]
+    pub fn plant_script_edit(&self, find: &str, replace: &str) {
+        self.lock().scripts.plant_edit(find, replace);
+    }
+
     /// Calls `observer` with every [`LockEvent`], in the order the commands ran.
     ///
     /// It is called while the state is locked: it must not call back into this

@@ -210,6 +210,12 @@ impl Dataset {
         self.keys.len()
     }
 
+    /// The live keys, in order.
+    pub(crate) fn keys(&mut self, now: i64) -> Vec<Vec<u8>> {
+        self.len(now);
+        self.keys.keys().cloned().collect()
+    }
+
     /// FLUSHALL.
     pub(crate) fn clear(&mut self) {
         self.keys.clear();

@@ -134,6 +134,8 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         settle: raw.liveness.settle.map(|d| d.0),
         clients,
         faults,
+        #[cfg(feature = "mutants")]
+        script_edits: Vec::new(),
     })
 }
 

@@ -66,6 +66,10 @@ pub struct Scenario {
     pub(crate) settle: Option<Duration>,
     pub(crate) clients: Vec<Client>,
     pub(crate) faults: Vec<Fault>,
+    /// Changes planted in every script the simulated Redis loads (`find`, `replace`),
+    /// for the conformance tests.
+    #[cfg(feature = "mutants")]
+    pub(crate) script_edits: Vec<(String, String)>,
 }
 
 impl Scenario {
@@ -159,6 +163,18 @@ impl Scenario {
     #[cfg(feature = "mutants")]
     pub fn with_mutant(mut self, mutant: robit::Mutant) -> Self {
         self.lock.mutant = Some(mutant);
+        self
+    }
+
+    /// The scenario with a change planted in robit's scripts: the simulated Redis runs
+    /// every script it loads with `find` replaced by `replace` (the clients still send,
+    /// and hash, the real text). How the conformance tests show that the simulation
+    /// runs the scripts' real text, and catches a wrong one.
+    #[doc(hidden)]
+    #[cfg(feature = "mutants")]
+    pub fn with_script_edit(mut self, find: &str, replace: &str) -> Self {
+        self.script_edits
+            .push((find.to_owned(), replace.to_owned()));
         self
     }
 

@@ -57,6 +57,10 @@ impl BackendState {
                     Duration::ZERO,
                     &[b"SET".to_vec(), FENCE_KEY.to_vec(), b"1".to_vec()],
                 );
+                #[cfg(feature = "mutants")]
+                for (find, replace) in &scenario.script_edits {
+                    state.plant_script_edit(find, replace);
+                }
                 Self::Redis(state)
             }
             (driver, _) => {

@@ -1,23 +1,14 @@
 //! The commands that load and call scripts: EVAL, EVALSHA and SCRIPT LOAD / EXISTS /
-//! FLUSH / KILL. Only robit's own scripts ([`RobitScript`]) run, natively (see
-//! `native`); anything else is refused with an error that says so.
+//! FLUSH / KILL. Scripts run in the server's Lua (`crate::redis::lua`).
 
-use super::native;
 use crate::redis::exec::{Exec, integer};
 use crate::redis::resp::Frame;
-use crate::redis::scripts::RobitScript;
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
-fn not_robits() -> Frame {
-    Frame::error(
-        "ERR the simulated Redis runs no Lua: it runs robit's own scripts natively, \
-         and this is not one of them",
-    )
-}
-
 /// EVAL script numkeys key… arg… and EVALSHA sha1 numkeys key… arg….
 pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame {
+    // Redis answers a SHA1 of the wrong length before it looks at anything else.
     if by_sha && args[1].len() != 40 {
         return Frame::error(NOSCRIPT);
     }
@@ -33,30 +24,27 @@ pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame
         }
         Ok(n) => n,
     };
-    let kind = if by_sha {
-        match exec.scripts.find(&args[1]) {
-            Some(kind) => kind,
-            None => return Frame::error(NOSCRIPT),
-        }
+    let found = if by_sha {
+        exec.scripts
+            .find(&args[1])
+            .ok_or_else(|| Frame::error(NOSCRIPT))
     } else {
-        match RobitScript::of_text(&args[1]) {
-            Some(kind) => {
-                exec.scripts.load(kind);
-                kind
-            }
-            None => return not_robits(),
-        }
+        exec.scripts.load(&args[1])
+    };
+    let (vm, script, sha) = match found {
+        Ok(found) => found,
+        Err(error) => return error,
     };
     let (keys, argv) = args[3..].split_at(numkeys);
-    native::run(exec, kind, keys, argv)
+    vm.run(exec, &script, &sha, keys, argv)
 }
 
 /// SCRIPT LOAD / EXISTS / FLUSH / KILL (the subcommand and its arity are checked).
 pub(crate) fn script(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
     match args[1].to_ascii_lowercase().as_slice() {
-        b"load" => match RobitScript::of_text(&args[2]) {
-            Some(kind) => Frame::bulk(exec.scripts.load(kind)),
-            None => not_robits(),
+        b"load" => match exec.scripts.load(&args[2]) {
+            Ok((_, _, sha)) => Frame::bulk(sha),
+            Err(error) => error,
         },
         b"exists" => Frame::Array(
             args[2..]

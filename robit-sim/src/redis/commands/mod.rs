@@ -5,22 +5,39 @@
 //! runs against the dataset at the one instant `now` given for it.
 //!
 //! The other command families are in the modules below: `lists`, and `eval` for the
-//! scripts, which runs robit's scripts natively (`native`, with `lua` for Lua's side of
-//! them). A script's `redis.call` comes back here, to [`check`] and [`dispatch`].
+//! scripts, which run in the server's Lua (`crate::redis::lua`). A script's
+//! `redis.call` comes back here, to [`script_command`].
 
 mod eval;
 mod lists;
-mod lua;
-mod native;
 
 use std::time::Duration;
 
 use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
+use super::grants;
 use super::resp::Frame;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows
 /// (the first with CLIENT SETINFO).
 pub(crate) const VERSION: &str = "7.2.0";
+/// [`VERSION`] as a number, as scripts read it (`redis.REDIS_VERSION_NUM`).
+pub(crate) const VERSION_NUM: u32 = 0x07_02_00;
+
+/// Commands a script may not call (Redis's `noscript` ones, among those known here).
+const NOT_IN_SCRIPTS: &[&str] = &[
+    "auth",
+    "client",
+    "eval",
+    "evalsha",
+    "hello",
+    "psubscribe",
+    "punsubscribe",
+    "quit",
+    "reset",
+    "script",
+    "subscribe",
+    "unsubscribe",
+];
 
 /// Commands this server knows, with Redis's arity: positive is exact, negative a minimum
 /// (both count the command's name).
@@ -74,33 +91,69 @@ const SUBCOMMANDS: &[(&str, &str, i64)] = &[
     ("script", "load", 3),
 ];
 
-/// Checks that `args` names a known command (and subcommand) with an acceptable number
-/// of arguments; answers its lower-case name, or the error Redis would reply.
-pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
-    let Some(first) = args.first() else {
-        return Err(Frame::error("ERR empty command"));
-    };
+/// Why a command was refused before it ran.
+enum Refused {
+    Empty,
+    UnknownCommand,
+    UnknownSubcommand,
+    /// Wrong number of arguments for the command (`name|sub` for a subcommand).
+    Arity(String),
+}
+
+/// The lower-case name of the known command (and subcommand) `args` names, with an
+/// acceptable number of arguments.
+fn lookup(args: &[Vec<u8>]) -> Result<String, Refused> {
+    let first = args.first().ok_or(Refused::Empty)?;
     let name = String::from_utf8_lossy(first).to_ascii_lowercase();
-    let Some(&(_, arity)) = COMMANDS.iter().find(|(known, _)| *known == name) else {
-        return Err(unknown_command(args));
-    };
+    let &(_, arity) = COMMANDS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .ok_or(Refused::UnknownCommand)?;
     let subcommands: Vec<_> = SUBCOMMANDS.iter().filter(|(of, ..)| *of == name).collect();
     let (full, arity) = match (subcommands.is_empty(), args.get(1)) {
         (false, Some(sub)) => {
             let sub = String::from_utf8_lossy(sub).to_ascii_lowercase();
-            let Some(&&(_, _, arity)) = subcommands.iter().find(|(_, known, _)| *known == sub)
-            else {
-                return Err(unknown_subcommand(args));
-            };
+            let &&(_, _, arity) = subcommands
+                .iter()
+                .find(|(_, known, _)| *known == sub)
+                .ok_or(Refused::UnknownSubcommand)?;
             (format!("{name}|{sub}"), arity)
         }
         _ => (name.clone(), arity),
     };
     let argc = i64::try_from(args.len()).unwrap_or(i64::MAX);
     if (arity > 0 && argc != arity) || argc < arity.abs() {
-        return Err(wrong_arity(&full));
+        return Err(Refused::Arity(full));
     }
     Ok(name)
+}
+
+/// Checks that `args` names a known command (and subcommand) with an acceptable number
+/// of arguments; answers its lower-case name, or the error Redis would reply.
+pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
+    lookup(args).map_err(|refused| match refused {
+        Refused::Empty => Frame::error("ERR empty command"),
+        Refused::UnknownCommand => unknown_command(args),
+        Refused::UnknownSubcommand => unknown_subcommand(args),
+        Refused::Arity(full) => wrong_arity(&full),
+    })
+}
+
+/// Runs a command a script called, with the checks and error texts Redis has for
+/// those: an unknown command, a wrong number of arguments, a command not allowed in
+/// scripts.
+pub(crate) fn script_command(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
+    let name = match lookup(args) {
+        Ok(name) => name,
+        Err(Refused::Arity(_)) => {
+            return Frame::error("ERR Wrong number of args calling Redis command from script");
+        }
+        Err(_) => return Frame::error("ERR Unknown Redis command called from script"),
+    };
+    if NOT_IN_SCRIPTS.contains(&name.as_str()) {
+        return Frame::error("ERR This Redis command is not allowed from script");
+    }
+    dispatch(exec, &name, args)
 }
 
 fn unknown_command(args: &[Vec<u8>]) -> Frame {
@@ -134,9 +187,17 @@ fn count(n: usize) -> Frame {
     Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-/// Runs a command that [`check`] accepted as `name`. Connection commands (HELLO,
-/// SUBSCRIBE, …) are the session's; here they answer that they need a connection.
+/// Runs a command that [`check`] accepted as `name`, and reports what it did to locks
+/// (see `crate::redis::grants`). Connection commands (HELLO, SUBSCRIBE, …) are the
+/// session's; here they answer that they need a connection.
 pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
+    let watched = grants::watch(exec, name, args);
+    let reply = run(exec, name, args);
+    grants::report(exec, watched);
+    reply
+}
+
+fn run(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
     let reply = match name {
         "ping" => ping(args),
         "echo" => Ok(Frame::bulk(&args[1])),

@@ -3,6 +3,7 @@
 //! they share: the keys and ids robit would use, and a backend to call.
 
 mod commands;
+mod lua;
 mod scripts;
 
 use std::sync::{Arc, Mutex};
