@@ -207,3 +207,21 @@ fn a_value_of_the_wrong_type_inside_a_fault_names_its_line_and_column() {
         "{message}"
     );
 }
+
+#[test]
+fn a_fault_s_when_is_held_or_an_error_that_says_so() {
+    let fault = "\n[[faults]]\nat = \"1s\"\nkind = \"latency\"\nlatency = [\"1ms\", \"2ms\"]\n";
+    let held = format!("{GOOD}{fault}when = \"held\"\n");
+    assert!(Scenario::parse("s.toml", &held).is_ok());
+    let soon = error(&format!("{GOOD}{fault}when = \"soon\"\n"));
+    assert_eq!(
+        soon,
+        "s.toml:16:8: fault 1 (latency): `when` must be \"held\" (wait for a holder), not \"soon\""
+    );
+    let crash = "\n[[faults]]\nat = \"1s\"\nkind = \"crash\"\nhost = \"c1\"\nwhen = \"held\"\n";
+    let message = error(&format!("{GOOD}{crash}"));
+    assert!(
+        message.contains("`when` does not apply to this kind"),
+        "{message}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Every scenario under `scenarios/`, across seeds: `cargo test -p robit-sim`.
 //!
-//! `ROBIT_SIM_SEEDS` sets how many seeds each scenario runs with (default 3), and
+//! `ROBIT_SIM_SEEDS` sets how many seeds each scenario runs with (default 20), and
 //! `ROBIT_SIM_FIRST_SEED` the first of them (default 1). A failure prints the seed, what
 //! broke, and the command that replays it with a timeline.
 
@@ -54,7 +54,7 @@ fn main() -> ExitCode {
         }
     };
     let first = env_u64("ROBIT_SIM_FIRST_SEED", 1);
-    let seeds = env_u64("ROBIT_SIM_SEEDS", 3);
+    let seeds = env_u64("ROBIT_SIM_SEEDS", 20);
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     println!(
         "running {} scenarios × {seeds} seeds on {threads} threads",

@@ -34,6 +34,7 @@ impl Sut {
             at: self.world.now(),
             length,
             action,
+            when_held: false,
         };
         self.world.start(&fault)
     }

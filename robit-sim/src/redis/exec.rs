@@ -18,7 +18,9 @@ pub(crate) const SYNTAX: &str = "ERR syntax error";
 /// One command's view of the server: the shared data, its time, and who sent it.
 pub(crate) struct Exec<'a> {
     pub(crate) data: &'a mut Dataset,
-    pub(crate) scripts: &'a mut ScriptCache,
+    /// The loaded scripts; `None` for a command a script called (scripts cannot load
+    /// or call scripts).
+    pub(crate) scripts: Option<&'a mut ScriptCache>,
     pub(crate) channels: &'a mut Channels,
     pub(crate) events: &'a mut Vec<LockEvent>,
     /// The backend's local time, elapsed since the simulation started.

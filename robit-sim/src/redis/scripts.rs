@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use mlua::Function;
 use robit::redis::script_sources as sources;
 
-use super::lua::Vm;
+use super::lua::{Vm, sha1_hex};
 use super::resp::Frame;
 
 /// One of robit's scripts, with the exact text robit sends: tests and fuzz targets
@@ -67,11 +67,6 @@ impl RobitScript {
             LazyLock::new(|| RobitScript::ALL.map(|kind| sha1_hex(kind.source().as_bytes())));
         &SHAS[self as usize]
     }
-}
-
-/// SHA1 in lower-case hex.
-pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
-    sha1_smol::Sha1::from(bytes).digest().to_string()
 }
 
 /// A loaded script: the interpreter it was compiled in, the compiled function, and

@@ -65,7 +65,7 @@ impl Inner {
         let mut events = Vec::new();
         let mut exec = Exec {
             data: &mut self.data,
-            scripts: &mut self.scripts,
+            scripts: Some(&mut self.scripts),
             channels: &mut self.channels,
             events: &mut events,
             now,

@@ -42,6 +42,16 @@ pub enum ScenarioError {
         /// What was wrong, and what was expected instead.
         message: String,
     },
+    /// A tick outside the range the simulation accepts.
+    #[error("a tick of {tick:?} is outside the simulation's range ({min:?} to {max:?})")]
+    Tick {
+        /// The tick asked for.
+        tick: std::time::Duration,
+        /// The finest tick.
+        min: std::time::Duration,
+        /// The coarsest tick.
+        max: std::time::Duration,
+    },
 }
 
 impl ScenarioError {
@@ -49,7 +59,7 @@ impl ScenarioError {
     pub fn line(&self) -> Option<usize> {
         match self {
             Self::Invalid { line, .. } => Some(*line),
-            Self::Read { .. } | Self::NoScenarios { .. } => None,
+            Self::Read { .. } | Self::NoScenarios { .. } | Self::Tick { .. } => None,
         }
     }
 
@@ -57,7 +67,7 @@ impl ScenarioError {
     pub fn column(&self) -> Option<usize> {
         match self {
             Self::Invalid { column, .. } => Some(*column),
-            Self::Read { .. } | Self::NoScenarios { .. } => None,
+            Self::Read { .. } | Self::NoScenarios { .. } | Self::Tick { .. } => None,
         }
     }
 }

@@ -47,6 +47,7 @@ pub(super) fn fault(
         ctx.error(at, format!("{label}: {message}"))
     })?;
     let (at, length) = raw.timing();
+    let when_held = raw.when_held();
     if at >= duration {
         return Err(fail(format!(
             "`at` {at:?} is not inside the run ({duration:?})"
@@ -57,7 +58,12 @@ pub(super) fn fault(
         Invalid::Fault(message) => fail(message),
         Invalid::Scenario(error) => error,
     })?;
-    Ok(Fault { at, length, action })
+    Ok(Fault {
+        at,
+        length,
+        action,
+        when_held,
+    })
 }
 
 /// `entry` without the places of its values, as serde reads it.
@@ -81,6 +87,9 @@ fn culprit(entry: &RawEntry, problem: &Problem) -> Option<Range<usize>> {
         }
         Problem::UnknownField(..) => return None,
         Problem::Other(_) => {}
+        Problem::UnknownVariant(_, ["held"]) => {
+            return entry.get("when").map(Spanned::span);
+        }
         Problem::UnknownVariant(..) | Problem::MissingField(_) => return None,
     }
     let kind = entry.get("kind")?;
@@ -102,6 +111,10 @@ fn culprit(entry: &RawEntry, problem: &Problem) -> Option<Range<usize>> {
 /// What serde found wrong with a fault of kind `kind`, in the scenario's words.
 fn explain(problem: Problem, kind: &str) -> String {
     match problem {
+        // The only other field with a fixed set of values.
+        Problem::UnknownVariant(given, ["held"]) => {
+            format!("`when` must be \"held\" (wait for a holder), not {given:?}")
+        }
         Problem::UnknownVariant(given, kinds) => {
             format!(
                 "unknown kind {given:?}: expected one of {}",

@@ -14,9 +14,9 @@ use crate::Promise;
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
 const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// The simulation's default step: messages move between hosts at this granularity.
-pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(1);
-const MIN_TICK: Duration = Duration::from_micros(100);
-const MAX_TICK: Duration = Duration::from_millis(50);
+pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(25);
+pub(super) const MIN_TICK: Duration = Duration::from_micros(100);
+pub(super) const MAX_TICK: Duration = Duration::from_millis(50);
 /// The most clients in one scenario.
 const MAX_CLIENTS: usize = 200;
 /// The most mutexes one client host may run over its driver.

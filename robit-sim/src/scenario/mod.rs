@@ -178,6 +178,42 @@ impl Scenario {
         self
     }
 
+    /// The scenario stepped at `tick` instead of its own (see the `tick` key of a
+    /// scenario file): how a tick sweep shows which ticks keep every verdict.
+    ///
+    /// # Errors
+    ///
+    /// [`ScenarioError::Tick`] if `tick` is outside the range a scenario file accepts.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use robit_sim::Scenario;
+    /// use std::time::Duration;
+    ///
+    /// let scenario = Scenario::parse("x.toml", "name = \"x\"\nduration = \"1s\"\n")?;
+    /// let coarse = scenario.clone().with_tick(Duration::from_millis(20))?;
+    /// assert_eq!(coarse.tick(), Duration::from_millis(20));
+    /// assert!(scenario.with_tick(Duration::from_secs(1)).is_err());
+    /// # Ok::<(), robit_sim::ScenarioError>(())
+    /// ```
+    pub fn with_tick(mut self, tick: Duration) -> Result<Self, ScenarioError> {
+        if !(load::MIN_TICK..=load::MAX_TICK).contains(&tick) {
+            return Err(ScenarioError::Tick {
+                tick,
+                min: load::MIN_TICK,
+                max: load::MAX_TICK,
+            });
+        }
+        self.tick = tick;
+        Ok(self)
+    }
+
+    /// How far the simulation advances per step.
+    pub fn tick(&self) -> Duration {
+        self.tick
+    }
+
     /// The backend the clients lock through.
     pub fn backend(&self) -> Backend {
         self.backend
@@ -283,12 +319,33 @@ pub(crate) struct Fault {
     /// When set, the fault is undone this long after it starts.
     pub(crate) length: Option<Duration>,
     pub(crate) action: Action,
+    /// Waits for a holder (`when = "held"`), as a fault aimed at the holder does.
+    pub(crate) when_held: bool,
 }
 
 impl Fault {
-    /// Whether the fault is aimed at whoever holds the lock when it starts.
+    /// Whether the fault cuts the holder off from the backend (a partition, one-way or
+    /// not, or a clog, aimed at the holder), or slows or drops its messages while it
+    /// holds (`when = "held"`).
+    pub(crate) fn cuts_off_holder(&self) -> bool {
+        let holder = |target: &Target| *target == Target::Holder;
+        if self.when_held {
+            return true;
+        }
+        match &self.action {
+            Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
+            Action::PartitionOneway { from, to } => holder(from) || holder(to),
+            _ => false,
+        }
+    }
+
+    /// Whether the fault is aimed at whoever holds the lock when it starts (and so waits
+    /// for a holder), or waits for one all the same (`when = "held"`).
     pub(crate) fn targets_holder(&self) -> bool {
         let holder = |target: &Target| *target == Target::Holder;
+        if self.when_held {
+            return true;
+        }
         match &self.action {
             Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
             Action::PartitionOneway { from, to } => holder(from) || holder(to),

@@ -159,12 +159,16 @@ pub(crate) enum RawFault {
         #[serde(default, rename = "for")]
         length: Option<Dur>,
         latency: [Dur; 2],
+        #[serde(default)]
+        when: Option<When>,
     },
     Loss {
         at: Dur,
         #[serde(default, rename = "for")]
         length: Option<Dur>,
         rate: f64,
+        #[serde(default)]
+        when: Option<When>,
     },
     Drift {
         at: Dur,
@@ -201,7 +205,29 @@ pub(crate) enum RawFault {
     },
 }
 
+/// `when = "held"`: a network-wide fault that waits, from `at`, for a holder in the
+/// middle of a hold that goes on for a TTL at least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum When {
+    Held,
+}
+
 impl RawFault {
+    /// Whether the fault waits for a holder (`when = "held"`).
+    pub(crate) fn when_held(&self) -> bool {
+        matches!(
+            self,
+            Self::Latency {
+                when: Some(When::Held),
+                ..
+            } | Self::Loss {
+                when: Some(When::Held),
+                ..
+            }
+        )
+    }
+
     /// When the fault starts, and how long until it is undone (if it is).
     pub(crate) fn timing(&self) -> (Duration, Option<Duration>) {
         let (at, length) = match self {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
 use rand::rngs::StdRng;
@@ -26,6 +27,38 @@ pub(crate) struct ClientHost {
     pub(crate) leases: Arc<[AtomicU64]>,
     pub(crate) incarnation: Arc<AtomicU64>,
     pub(crate) software: Software,
+    /// The host's mutexes in the middle of a hold, between the lock and the next write
+    /// (where a fault aimed at the holder is meant to land): when each hold ends.
+    pub(crate) poised: PoisedHolds,
+}
+
+/// When the holds in progress end (true time), one entry per poised mutex.
+pub(crate) type PoisedHolds = Arc<StdMutex<Vec<Duration>>>;
+
+/// Registers a mutex as poised (see [`ClientHost::poised`]) until dropped — also when
+/// the host crashes and its tasks are dropped.
+struct Poised<'a> {
+    holds: &'a StdMutex<Vec<Duration>>,
+    ends: Duration,
+}
+
+impl<'a> Poised<'a> {
+    fn new(holds: &'a StdMutex<Vec<Duration>>, ends: Duration) -> Self {
+        holds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ends);
+        Self { holds, ends }
+    }
+}
+
+impl Drop for Poised<'_> {
+    fn drop(&mut self) {
+        let mut holds = self.holds.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = holds.iter().position(|ends| *ends == self.ends) {
+            holds.swap_remove(at);
+        }
+    }
 }
 
 /// What a client host runs.
@@ -146,6 +179,7 @@ impl ClientHost {
                 .record(name, EventKind::Acquired { lease, token });
             let (low, high) = self.client.hold;
             let hold = between(rng, low, high);
+            let hold_ends = crate::clock::true_now() + hold;
             let steps = self.client.writes.max(1);
             for _ in 0..steps {
                 if !guard.is_held() {
@@ -153,7 +187,9 @@ impl ClientHost {
                 }
                 // The write below was decided on while the lease was held: a pause or a
                 // loss during this sleep makes it stale, which fencing must catch.
+                let poised = Poised::new(&self.poised, hold_ends);
                 self.sleep(hold / steps).await;
+                drop(poised);
                 if self.client.writes > 0 {
                     self.history
                         .record(name, EventKind::WriteSent { lease, token });

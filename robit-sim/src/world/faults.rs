@@ -14,8 +14,13 @@ use crate::{EventKind, History, SimClock};
 /// What the schedule needs from the world to apply a fault.
 pub(crate) trait Hosts {
     fn client_names(&self) -> Vec<String>;
+    /// When the latest-ending hold in progress on the host ends (true time), if one of
+    /// its mutexes is in the middle of a hold.
+    fn poised_until(&self, host: &str) -> Option<Duration>;
     fn clock(&self, host: &str) -> Option<SimClock>;
     fn lose_backend_state(&mut self);
+    /// The lock's TTL.
+    fn ttl(&self) -> Duration;
     /// The drift the lock is configured to tolerate: drift beyond it is a fault.
     fn drift_bound(&self) -> f64;
 }
@@ -31,14 +36,40 @@ pub(crate) struct Applied {
     recorded: bool,
 }
 
-/// Whether some client believes it holds the lock.
-pub(crate) fn someone_holds(history: &History) -> bool {
-    holder(history).is_some()
+/// The holder `fault`, aimed at the holder, lands on at `now`: a client with a lease it
+/// still believes in (the checkers' own account of beliefs decides) and in the middle
+/// of its hold — between taking the lock and its next write — so that the fault bites.
+/// A paused holder wakes to send a write it decided on before; a holder cut off from
+/// the backend must also go on holding for a TTL at least (`cut_for`), so that it
+/// certainly loses its lease. Of several, the one whose hold ends last.
+pub(crate) fn holder(
+    history: &History,
+    hosts: &dyn Hosts,
+    fault: &Fault,
+    now: Duration,
+) -> Option<String> {
+    // A holder cut off from the backend loses its lease once its validity (under a
+    // TTL) runs out: if it still holds then.
+    let at_least = if fault.cuts_off_holder() {
+        hosts.ttl()
+    } else {
+        Duration::ZERO
+    };
+    Beliefs::from_events(&history.events(), Duration::MAX)
+        .beliefs
+        .into_iter()
+        .filter(|belief| belief.how == End::StillHeld)
+        .filter_map(|belief| {
+            let host = host_of(&belief.client);
+            let ends = hosts.poised_until(host)?;
+            (ends >= now + at_least).then(|| (ends, host.to_owned()))
+        })
+        .max()
+        .map(|(_, host)| host)
 }
 
-/// The current holder: the client with a lease it still believes in, if any (the most
-/// recent, should beliefs overlap). The checkers' own account of beliefs decides.
-fn holder(history: &History) -> Option<String> {
+/// Any client with a lease it still believes in, poised or not (the most recent).
+fn any_holder(history: &History) -> Option<String> {
     Beliefs::from_events(&history.events(), Duration::MAX)
         .beliefs
         .into_iter()
@@ -47,12 +78,28 @@ fn holder(history: &History) -> Option<String> {
         .map(|belief| host_of(&belief.client).to_owned())
 }
 
-fn resolve(target: &Target, hosts: &dyn Hosts, history: &History) -> Vec<String> {
+/// What resolving a fault's targets looks at.
+#[derive(Clone, Copy)]
+struct Context<'a> {
+    hosts: &'a dyn Hosts,
+    history: &'a History,
+    fault: &'a Fault,
+    now: Duration,
+}
+
+fn resolve(target: &Target, on: &Context<'_>) -> Vec<String> {
+    let Context {
+        hosts,
+        history,
+        fault,
+        now,
+    } = *on;
     match target {
         Target::Client(name) => vec![name.clone()],
         Target::Holder => {
             let clients = hosts.client_names();
-            vec![holder(history).unwrap_or_else(|| clients.first().cloned().unwrap_or_default())]
+            let holder = holder(history, hosts, fault, now).or_else(|| any_holder(history));
+            vec![holder.unwrap_or_else(|| clients.first().cloned().unwrap_or_default())]
         }
         Target::Clients => hosts.client_names(),
         Target::Backend => vec![BACKEND.to_owned()],
@@ -85,16 +132,16 @@ pub(crate) fn start(
     history: &History,
     now: Duration,
 ) -> Applied {
+    let on = Context {
+        hosts: &*hosts,
+        history,
+        fault,
+        now,
+    };
     let (a, b) = match &fault.action {
-        Action::Partition(x, y) | Action::Clog(x, y) => {
-            (resolve(x, hosts, history), resolve(y, hosts, history))
-        }
-        Action::PartitionOneway { from, to } => {
-            (resolve(from, hosts, history), resolve(to, hosts, history))
-        }
-        Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => {
-            (resolve(x, hosts, history), Vec::new())
-        }
+        Action::Partition(x, y) | Action::Clog(x, y) => (resolve(x, &on), resolve(y, &on)),
+        Action::PartitionOneway { from, to } => (resolve(from, &on), resolve(to, &on)),
+        Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => (resolve(x, &on), Vec::new()),
         Action::Latency(..) | Action::Loss(_) => (all_hosts(hosts), all_hosts(hosts)),
         Action::BackendCrash { .. } | Action::BackendRestart { .. } => {
             (vec![BACKEND.to_owned()], Vec::new())

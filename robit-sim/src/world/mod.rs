@@ -111,8 +111,9 @@ fn run_with(
             let (_, _, index, applied) = schedule.remove(0);
             let fault = &scenario.faults[index];
             match applied {
-                // A fault aimed at the holder waits until someone holds the lock.
-                None if fault.targets_holder() && !world.someone_holds() => {
+                // A fault aimed at the holder waits until someone holds the lock, in
+                // the middle of its hold.
+                None if fault.targets_holder() && !world.holder_for(fault) => {
                     order += 1;
                     schedule.push((now + scenario.tick, order, index, None));
                 }

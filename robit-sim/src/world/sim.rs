@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -11,7 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use turmoil::Sim;
 
 use super::backend::BackendState;
-use super::client::{ClientHost, Command, Software};
+use super::client::{ClientHost, Command, PoisedHolds, Software};
 use super::faults::{self, Applied, Hosts};
 use super::{BACKEND, RunError, storage};
 use crate::remote::DriverFactory;
@@ -25,14 +26,28 @@ const EPOCH_SECS: u64 = 1_767_225_600;
 struct Handles {
     clients: Vec<String>,
     clocks: BTreeMap<String, SimClock>,
+    /// Per client host, when the holds of its mutexes that are mid-hold end (see
+    /// `ClientHost`).
+    poised: BTreeMap<String, PoisedHolds>,
     backend: BackendState,
     backend_clock: SimClock,
     drift_bound: f64,
+    ttl: Duration,
 }
 
 impl Hosts for Handles {
     fn client_names(&self) -> Vec<String> {
         self.clients.clone()
+    }
+
+    fn poised_until(&self, host: &str) -> Option<Duration> {
+        let holds = self.poised.get(host)?;
+        let holds = holds.lock().unwrap_or_else(PoisonError::into_inner);
+        holds.iter().max().copied()
+    }
+
+    fn ttl(&self) -> Duration {
+        self.ttl
     }
 
     fn clock(&self, host: &str) -> Option<SimClock> {
@@ -75,9 +90,11 @@ impl SimWorld<'_> {
         let handles = Handles {
             clients: scenario.client_names(),
             clocks: BTreeMap::new(),
+            poised: BTreeMap::new(),
             backend: BackendState::new(scenario, seed, driver, &backend_clock),
             backend_clock,
             drift_bound: scenario.lock.drift_factor,
+            ttl: scenario.lock.ttl,
         };
         let sim = turmoil::Builder::new()
             .rng_seed(seed)
@@ -139,6 +156,7 @@ impl SimWorld<'_> {
                 seed: seed ^ (index as u64 + 1).wrapping_mul(0xa076_1d64_78bd_642f),
                 leases: (0..client.mutexes).map(|_| AtomicU64::new(0)).collect(),
                 incarnation: Arc::new(AtomicU64::new(0)),
+                poised: Arc::clone(self.handles.poised.entry(client.name.clone()).or_default()),
                 software: match &mut commands {
                     None => Software::Workload,
                     Some(senders) => {
@@ -187,9 +205,9 @@ impl SimWorld<'_> {
             .map_err(|error| RunError::Simulation(error.to_string()))
     }
 
-    /// Whether some client believes it holds the lock.
-    pub(crate) fn someone_holds(&self) -> bool {
-        faults::someone_holds(&self.history)
+    /// Whether there is a holder for `fault` to land on now (see `faults::holder`).
+    pub(crate) fn holder_for(&self, fault: &Fault) -> bool {
+        faults::holder(&self.history, &self.handles, fault, self.now()).is_some()
     }
 
     /// Starts `fault` now.

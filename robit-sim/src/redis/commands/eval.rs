@@ -6,6 +6,12 @@ use crate::redis::resp::Frame;
 
 const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
 
+/// The reply to a script command where there are no scripts (inside a script, which
+/// the command table does not allow anyway).
+fn no_scripts() -> Frame {
+    Frame::error("ERR This Redis command is not allowed from script")
+}
+
 /// EVAL script numkeys key… arg… and EVALSHA sha1 numkeys key… arg….
 pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame {
     // Redis answers a SHA1 of the wrong length before it looks at anything else.
@@ -24,12 +30,13 @@ pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame
         }
         Ok(n) => n,
     };
+    let Some(scripts) = exec.scripts.as_deref_mut() else {
+        return no_scripts();
+    };
     let found = if by_sha {
-        exec.scripts
-            .find(&args[1])
-            .ok_or_else(|| Frame::error(NOSCRIPT))
+        scripts.find(&args[1]).ok_or_else(|| Frame::error(NOSCRIPT))
     } else {
-        exec.scripts.load(&args[1])
+        scripts.load(&args[1])
     };
     let (vm, script, sha) = match found {
         Ok(found) => found,
@@ -41,24 +48,27 @@ pub(crate) fn eval(exec: &mut Exec<'_>, args: &[Vec<u8>], by_sha: bool) -> Frame
 
 /// SCRIPT LOAD / EXISTS / FLUSH / KILL (the subcommand and its arity are checked).
 pub(crate) fn script(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
+    let Some(scripts) = exec.scripts.as_deref_mut() else {
+        return no_scripts();
+    };
     match args[1].to_ascii_lowercase().as_slice() {
-        b"load" => match exec.scripts.load(&args[2]) {
+        b"load" => match scripts.load(&args[2]) {
             Ok((_, _, sha)) => Frame::bulk(sha),
             Err(error) => error,
         },
         b"exists" => Frame::Array(
             args[2..]
                 .iter()
-                .map(|sha| Frame::Integer(i64::from(exec.scripts.find(sha).is_some())))
+                .map(|sha| Frame::Integer(i64::from(scripts.find(sha).is_some())))
                 .collect(),
         ),
         b"flush" => match &args[2..] {
             [] => {
-                exec.scripts.clear();
+                scripts.clear();
                 Frame::ok()
             }
             [mode] if mode.eq_ignore_ascii_case(b"sync") || mode.eq_ignore_ascii_case(b"async") => {
-                exec.scripts.clear();
+                scripts.clear();
                 Frame::ok()
             }
             _ => Frame::error("ERR SCRIPT FLUSH only support SYNC|ASYNC option"),

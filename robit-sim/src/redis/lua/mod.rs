@@ -15,20 +15,19 @@
 //! stopped with an error instead of keeping the server busy.
 
 mod convert;
+mod library;
 mod rand48;
 
-use std::cell::RefCell;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
+use std::sync::atomic::Ordering;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Value, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
 
-use self::convert::{error_table, error_text, one_line, to_lua, to_reply};
-use self::rand48::Rand48;
-use super::commands::{VERSION, VERSION_NUM, script_command};
+use self::convert::{one_line, to_reply};
+use self::library::{Running, Shared};
+use super::commands::{VERSION, VERSION_NUM};
 use super::exec::Exec;
 use super::resp::Frame;
-use super::scripts::sha1_hex;
 
 /// Lua instructions one script may run before it is stopped.
 pub(crate) const INSTRUCTION_LIMIT: u32 = 100_000_000;
@@ -43,20 +42,7 @@ pub(crate) struct Vm {
     lua: Lua,
     compile: Function,
     run: Function,
-    /// How many times the hook has seen the running script pass `HOOK_EVERY` more.
-    spent: Arc<AtomicU32>,
-    /// The error of the Rust function that failed last, until the prelude takes it.
-    raised: Raised,
-}
-
-/// A failed Rust function's error: a failed command's error text, or (`true`) Lua's
-/// message for a bad argument.
-type Raised = Arc<Mutex<Option<(Vec<u8>, bool)>>>;
-
-/// Records `error` for the prelude, and fails the Rust function that met it.
-fn raise<T>(raised: &Raised, error: (Vec<u8>, bool)) -> mlua::Result<T> {
-    *raised.lock().unwrap_or_else(PoisonError::into_inner) = Some(error);
-    Err(mlua::Error::runtime("raised; see take_raised"))
+    shared: Shared,
 }
 
 impl std::fmt::Debug for Vm {
@@ -68,54 +54,27 @@ impl std::fmt::Debug for Vm {
 /// A script that failed to start or to finish, as the reply Redis sends.
 pub(crate) type Failed = Frame;
 
+/// SHA1 in lower-case hex, as Redis names scripts.
+pub(crate) fn sha1_hex(bytes: &[u8]) -> String {
+    sha1_smol::Sha1::from(bytes).digest().to_string()
+}
+
 impl Vm {
     /// A fresh interpreter with the script environment built.
     pub(crate) fn new() -> mlua::Result<Self> {
         let libs = StdLib::TABLE | StdLib::STRING | StdLib::MATH;
         let lua = Lua::new_with(libs, LuaOptions::new())?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
-        let raised = Raised::default();
-        let rand = Arc::new(Rand48::default());
-        let (seeded, failed) = (Arc::clone(&rand), Arc::clone(&raised));
-        let random = lua.create_function(move |lua, args: MultiValue| {
-            rand.random(lua, &args)
-                .or_else(|message| raise(&failed, (message.into_bytes(), true)))
-        })?;
-        let failed = Arc::clone(&raised);
-        let randomseed = lua.create_function(move |lua, args: MultiValue| {
-            seeded
-                .randomseed(lua, &args)
-                .or_else(|message| raise(&failed, (message.into_bytes(), true)))
-        })?;
-        let error_text = lua.create_function(|lua, text: mlua::String| {
-            lua.create_string(error_text(&text.as_bytes()))
-        })?;
-        let checked = checked(&lua, &raised)?;
-        let taken = Arc::clone(&raised);
-        let take_raised = lua.create_function(move |lua, ()| {
-            let error = taken.lock().unwrap_or_else(PoisonError::into_inner).take();
-            let Some((text, lua_message)) = error else {
-                return Ok((None, false));
-            };
-            Ok((Some(lua.create_string(text)?), lua_message))
-        })?;
+        let shared = Shared::default();
+        let functions = library::functions(&lua, &shared)?;
         let (compile, run) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=robit-sim prelude")
-            .call::<(Function, Function)>((
-                error_text,
-                checked,
-                random,
-                randomseed,
-                take_raised,
-                VERSION,
-                VERSION_NUM,
-            ))?;
-        let spent = Arc::new(AtomicU32::new(0));
-        let counted = Arc::clone(&spent);
+            .call::<(Function, Function)>((functions, VERSION, VERSION_NUM))?;
+        let spent = std::sync::Arc::clone(&shared.spent);
         let every = HookTriggers::new().every_nth_instruction(HOOK_EVERY);
         lua.set_hook(every, move |_, _| {
-            if counted.fetch_add(1, Ordering::Relaxed) + 1 >= INSTRUCTION_LIMIT / HOOK_EVERY {
+            if spent.fetch_add(1, Ordering::Relaxed) + 1 >= INSTRUCTION_LIMIT / HOOK_EVERY {
                 return Err(mlua::Error::runtime("instruction limit"));
             }
             Ok(VmState::Continue)
@@ -124,8 +83,7 @@ impl Vm {
             lua,
             compile,
             run,
-            spent,
-            raised,
+            shared,
         })
     }
 
@@ -149,7 +107,7 @@ impl Vm {
     }
 
     /// Runs a compiled script (whose SHA1 is `sha`) with its keys and arguments; its
-    /// commands run in `exec`, at `exec`'s instant.
+    /// commands run on `exec`'s server, at `exec`'s instant.
     pub(crate) fn run(
         &self,
         exec: &mut Exec<'_>,
@@ -158,38 +116,27 @@ impl Vm {
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
     ) -> Frame {
-        self.spent.store(0, Ordering::Relaxed);
-        *self.raised.lock().unwrap_or_else(PoisonError::into_inner) = None;
-        let exec = RefCell::new(exec);
-        // One command of the script: its reply, or its error as Redis's text.
-        let command = |args: &MultiValue| -> Result<Frame, Vec<u8>> {
-            let args =
-                convert::arguments(args).map_err(|message| error_text(message.as_bytes()))?;
-            match script_command(&mut exec.borrow_mut(), &args) {
-                Frame::Error(message) => Err(error_text(&[b"-", &message[..]].concat())),
-                reply => Ok(reply),
-            }
+        self.shared.spent.store(0, Ordering::Relaxed);
+        *self
+            .shared
+            .raised
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
+        let running = Running {
+            data: std::mem::take(exec.data),
+            channels: std::mem::take(exec.channels),
+            events: std::mem::take(exec.events),
+            now: exec.now,
+            peer: exec.peer.clone(),
         };
-        let outcome = self.lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| match command(&args) {
-                Ok(reply) => to_lua(lua, reply),
-                Err(text) => raise(&self.raised, (text, false)),
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| match command(&args) {
-                Ok(reply) => to_lua(lua, reply),
-                Err(text) => Ok(Value::Table(error_table(lua, &text)?)),
-            })?;
-            let keys = self.strings(keys)?;
-            let argv = self.strings(argv)?;
-            let (ok, result) = self
-                .run
-                .call::<(bool, Value)>((script, call, pcall, keys, argv))?;
-            if ok {
-                return to_reply(&result);
-            }
-            Ok(failure(&result, sha))
-        });
-        if self.spent.load(Ordering::Relaxed) >= INSTRUCTION_LIMIT / HOOK_EVERY {
+        *self.running() = Some(running);
+        let outcome = self.call(script, sha, keys, argv);
+        if let Some(running) = self.running().take() {
+            *exec.data = running.data;
+            *exec.channels = running.channels;
+            *exec.events = running.events;
+        }
+        if self.shared.spent.load(Ordering::Relaxed) >= INSTRUCTION_LIMIT / HOOK_EVERY {
             return Frame::error(format!(
                 "ERR the simulated Redis stopped script {sha} after {INSTRUCTION_LIMIT} Lua \
                  instructions (a script this long would keep a real Redis busy)"
@@ -197,58 +144,42 @@ impl Vm {
         }
         outcome.unwrap_or_else(|error| lua_failed(&error))
     }
-}
 
-impl Vm {
-    /// `KEYS` or `ARGV`: a Lua array of strings.
-    fn strings(&self, items: &[Vec<u8>]) -> mlua::Result<mlua::Table> {
-        let strings = items.iter().map(|item| self.lua.create_string(item));
-        self.lua
-            .create_sequence_from(strings.collect::<mlua::Result<Vec<_>>>()?)
+    fn running(&self) -> std::sync::MutexGuard<'_, Option<Running>> {
+        self.shared
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
-}
 
-/// The `redis` functions that check their arguments, raising Redis's errors:
-/// `sha1hex`, `log`, `setresp`, `acl_check_cmd`.
-fn checked(lua: &Lua, raised: &Raised) -> mlua::Result<mlua::Table> {
-    let table = lua.create_table()?;
-    let failed = Arc::clone(raised);
-    let sha1hex = lua.create_function(move |lua, args: MultiValue| {
-        let text = match &args.iter().collect::<Vec<_>>()[..] {
-            [text] => lua.coerce_string((*text).clone())?,
-            _ => None,
+    /// Calls the prelude's `run(f, #KEYS, KEYS..., ARGV...)`. Text arguments (all of
+    /// them, in practice) go onto Lua's stack directly; others as Lua strings.
+    fn call(
+        &self,
+        script: &Function,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+    ) -> mlua::Result<Frame> {
+        let args = keys.iter().chain(argv);
+        let texts: Option<Vec<&str>> = args.clone().map(|a| std::str::from_utf8(a).ok()).collect();
+        let (ok, result) = match texts {
+            Some(texts) => {
+                self.run
+                    .call::<(bool, Value)>((script, keys.len(), Variadic::from_iter(texts)))?
+            }
+            None => {
+                let strings = args.map(|arg| self.lua.create_string(arg));
+                let strings = strings.collect::<mlua::Result<Variadic<_>>>()?;
+                self.run
+                    .call::<(bool, Value)>((script, keys.len(), strings))?
+            }
         };
-        match text {
-            Some(text) => Ok(sha1_hex(&text.as_bytes())),
-            None => raise(&failed, (b"ERR wrong number of arguments".to_vec(), false)),
+        if ok {
+            return to_reply(&result);
         }
-    })?;
-    table.raw_set("sha1hex", sha1hex)?;
-    let failed = Arc::clone(raised);
-    let log = lua.create_function(move |_, args: MultiValue| {
-        if args.len() < 2 {
-            let text = b"ERR redis.log() requires two arguments or more.".to_vec();
-            return raise(&failed, (text, false));
-        }
-        Ok(())
-    })?;
-    table.raw_set("log", log)?;
-    let failed = Arc::clone(raised);
-    let setresp = lua.create_function(move |_, args: MultiValue| {
-        if !matches!(args.front(), Some(Value::Number(resp)) if *resp == 2.0) {
-            let text = b"ERR the simulated Redis answers scripts in RESP2 only".to_vec();
-            return raise(&failed, (text, false));
-        }
-        Ok(())
-    })?;
-    table.raw_set("setresp", setresp)?;
-    let failed = Arc::clone(raised);
-    let acl = lua.create_function(move |_, _: MultiValue| -> mlua::Result<()> {
-        let text = b"ERR the simulated Redis has no ACLs: redis.acl_check_cmd is not provided";
-        raise(&failed, (text.to_vec(), false))
-    })?;
-    table.raw_set("acl_check_cmd", acl)?;
-    Ok(table)
+        Ok(failure(&result, sha))
+    }
 }
 
 /// The reply to a script that raised `error` (a table, from the error handler):

@@ -3,18 +3,17 @@
 -- that does not exist), the `redis` library around the server's commands, Redis's
 -- `math.random`, and the error handler that words a failed script's reply.
 --
--- Arguments, from the Rust side: `error_text` words an error reply as Redis's scripts
--- see it; `checked`, the `redis` functions that check their arguments; Redis's `math.random` and `math.randomseed`; `take_raised`, the
--- error of the Rust function that failed last (once); the server's version and its
--- number. Answers `compile` and `run`, below.
+-- Arguments, from the Rust side: `rust`, the table of the Rust functions this is built
+-- with (`library.rs`), and the server's version and its number. Answers `compile` and
+-- `run`, below.
 --
--- `redis.call` and `redis.pcall` are the Rust side's too, given to `run` for one
--- script. Functions that can fail are Rust's (C functions, as in Redis), so that
--- `return redis.call(...)` keeps the script's frame, and its line, on the stack when
--- the call fails. Their errors reach Lua as an opaque value; the handler, `pcall` and
--- `xpcall` turn it into what Redis raises with `take_raised`: a failed command's error
--- table, or Lua's message for a bad argument.
-local error_text, checked, random, randomseed, take_raised, version, version_num = ...
+-- Functions that can fail are Rust's (C functions, as in Redis), so that `return
+-- redis.call(...)` keeps the script's frame, and its line, on the stack when the call
+-- fails. Their errors reach Lua as an opaque value; the handler, `pcall` and `xpcall`
+-- turn it into what Redis raises with `take_raised`: a failed command's error table,
+-- or Lua's message for a bad argument.
+local rust, version, version_num = ...
+local error_text, take_raised = rust.error_text, rust.take_raised
 
 local error, type, tostring, select = error, type, tostring, select
 local setmetatable, rawset, xpcall, pcall = setmetatable, rawset, xpcall, pcall
@@ -48,11 +47,13 @@ end
 
 local mathlib = {}
 for name, value in pairs(math) do mathlib[name] = value end
-mathlib.random, mathlib.randomseed = random, randomseed
+mathlib.random, mathlib.randomseed = rust.random, rust.randomseed
 
 local function wrong_arguments() return { err = 'ERR wrong number or type of arguments' } end
 
 local redis = {
+  call = rust.call,
+  pcall = rust.pcall,
   error_reply = function(...)
     local text = ...
     if select('#', ...) ~= 1 or type(text) ~= 'string' then return wrong_arguments() end
@@ -64,10 +65,10 @@ local redis = {
     if select('#', ...) ~= 1 or type(text) ~= 'string' then return wrong_arguments() end
     return { ok = text }
   end,
-  sha1hex = checked.sha1hex,
-  log = checked.log,
-  setresp = checked.setresp,
-  acl_check_cmd = checked.acl_check_cmd,
+  sha1hex = rust.sha1hex,
+  log = rust.log,
+  setresp = rust.setresp,
+  acl_check_cmd = rust.acl_check_cmd,
   set_repl = function() end,
   replicate_commands = function() return true end,
   breakpoint = function() return false end,
@@ -167,16 +168,16 @@ local function compile(body)
   return f
 end
 
--- Runs a compiled script with its KEYS and ARGV, and this run's `redis.call` and
--- `redis.pcall`: true and its first value, or false and the error table.
-local function run(f, call, pcall_, keys, argv)
-  redis.call, redis.pcall = call, pcall_
+-- Runs a compiled script with its `nkeys` keys, then its arguments: true and its
+-- first value, or false and the error table.
+local function run(f, nkeys, ...)
+  local keys, argv = { ... }, { select(nkeys + 1, ...) }
+  for i = #keys, nkeys + 1, -1 do keys[i] = nil end
   visible.KEYS, visible.ARGV = keys, argv
   local ok, result = xpcall(f, handler)
-  redis.call, redis.pcall = nil, nil
   visible.KEYS, visible.ARGV = nil, nil
   return ok, result
 end
 
-randomseed(0)
+rust.randomseed(0)
 return compile, run

@@ -31,7 +31,7 @@ fn scripts_are_loaded_flushed_and_lost_like_redis_does() {
         backend.run(at(0), &["EVAL", "return 'x'", "0"]),
         Frame::bulk("x")
     );
-    let sha = crate::redis::scripts::sha1_hex(b"return 'x'");
+    let sha = crate::redis::lua::sha1_hex(b"return 'x'");
     assert_eq!(
         backend.run(at(0), &["EVALSHA", &sha, "0"]),
         Frame::bulk("x")

@@ -3,7 +3,7 @@
 //! sandbox, and the lock events its commands make, whatever the script.
 
 use super::*;
-use crate::redis::scripts::sha1_hex;
+use crate::redis::lua::sha1_hex;
 
 fn eval(backend: &Backend, script: &str, keys: &[&str], args: &[&str]) -> Frame {
     let numkeys = keys.len().to_string();
