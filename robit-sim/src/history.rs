@@ -149,6 +149,14 @@ pub enum EventKind {
     /// The backend lost all its state (it crashed or restarted without persistence):
     /// every grant with it.
     BackendStateLost,
+    /// The backend suspended grants after a loss of state (robit's quarantine): none
+    /// until `until`.
+    BackendQuarantined {
+        /// The client whose request found the state lost.
+        by: String,
+        /// The true instant until which no grant is made.
+        until: Duration,
+    },
     /// A fault began (or, with `ended`, was repaired).
     Fault {
         /// The fault, as the scenario describes it.
@@ -163,7 +171,7 @@ pub enum EventKind {
 }
 
 /// Every [`EventKind::label`], for validating scenario files.
-pub(crate) const LABELS: [&str; 17] = [
+pub(crate) const LABELS: [&str; 18] = [
     "lock-called",
     "acquired",
     "lock-failed",
@@ -177,6 +185,7 @@ pub(crate) const LABELS: [&str; 17] = [
     "granted",
     "renewed",
     "released",
+    "quarantined",
     "fault",
     "repaired",
     "crashed",
@@ -202,6 +211,7 @@ impl EventKind {
             Self::BackendRenewed { .. } => "renewed",
             Self::BackendReleased { .. } => "released",
             Self::BackendStateLost => "state-lost",
+            Self::BackendQuarantined { .. } => "quarantined",
             Self::Fault { ended: false, .. } => "fault",
             Self::Fault { ended: true, .. } => "repaired",
             Self::Crashed => "crashed",
@@ -255,6 +265,9 @@ impl fmt::Display for Event {
                 write!(f, "released by={by} token={token}")
             }
             EventKind::BackendStateLost => write!(f, "state-lost"),
+            EventKind::BackendQuarantined { by, until } => {
+                write!(f, "quarantined by={by} until={until:?}")
+            }
             EventKind::Fault { what, ended } => {
                 write!(f, "{} {what}", if *ended { "repaired" } else { "fault" })
             }

@@ -4,7 +4,9 @@
 //! here, since the drivers are in memory) and (b) the scenarios, seed by seed until one
 //! fails, and the model check. The test fails if any bug survives, or if the correct
 //! control driver is rejected. It prints what caught each bug (docs/verification.md
-//! records it).
+//! records it). A driver bug the contract catches skips part (b) unless
+//! `ROBIT_CONFORMANCE_FULL=1`: it cannot survive any more, and (b) is most of the
+//! suite's time.
 
 #![allow(clippy::print_stdout)]
 
@@ -29,6 +31,14 @@ use robit_sim::{
 
 fn scenarios() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
+}
+
+/// Set to 1, every planted driver bug goes through all three parts of the suite, even
+/// one the contract has caught already (as docs/verification.md records them).
+const FULL: &str = "ROBIT_CONFORMANCE_FULL";
+
+fn full_run() -> bool {
+    std::env::var(FULL).is_ok_and(|value| value == "1")
 }
 
 fn planted(bug: Bug) -> DriverFactory {
@@ -148,7 +158,7 @@ fn every_planted_driver_bug_is_caught() {
         .start_paused(true)
         .build()
         .expect("a runtime");
-    let mut survivors = Vec::new();
+    let (mut survivors, mut skipped) = (Vec::new(), 0);
     for bug in DRIVER_BUGS {
         let clock = Arc::new(TokioClock);
         let contract = runtime.block_on(check_contract(
@@ -160,17 +170,29 @@ fn every_planted_driver_bug_is_caught() {
             .iter()
             .map(|outcome| outcome.rule)
             .collect();
-        let scenario = first_failing_seed(&planted(bug), None, 3);
-        let model = check_model(&ModelConfig::driver(planted(bug)).cases(32));
         println!("{bug:?}");
         println!(
             "  contract: {} of 10 rules broken: {broken:?}",
             broken.len()
         );
+        // A bug the contract catches needs no more to fail the suite; what the scenarios
+        // and the model make of it is for the record (docs/verification.md).
+        if !broken.is_empty() && !full_run() {
+            skipped += 1;
+            continue;
+        }
+        let scenario = first_failing_seed(&planted(bug), None, 3);
+        let model = check_model(&ModelConfig::driver(planted(bug)).cases(32));
         print_catches(&scenario, &model);
         if broken.is_empty() && scenario.is_none() && model.is_ok() {
             survivors.push(bug);
         }
+    }
+    if skipped > 0 {
+        println!(
+            "{skipped} bug(s) caught by the contract were not also run through the scenarios \
+             and the model; {FULL}=1 runs them"
+        );
     }
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
 }

@@ -76,7 +76,7 @@ pub struct LockEvent {
 }
 
 /// What a [`LockEvent`] reports: the three ways the backend's view of a grant changes
-/// (an expiry is not an event: it follows from the last TTL).
+/// (an expiry is not an event: it follows from the last TTL), and a quarantine.
 ///
 /// # Example
 ///
@@ -126,5 +126,13 @@ pub enum LockEventKind {
         key: Vec<u8>,
         /// The owner whose grant ended.
         owner: Vec<u8>,
+    },
+    /// Grants in a namespace are suspended for `ttl` from `at` (robit's quarantine after
+    /// a loss of state: its `{<namespace>}:quarantine` key was written with a TTL).
+    Quarantined {
+        /// The namespace's quarantine key.
+        key: Vec<u8>,
+        /// How long the quarantine lasts, from `at`.
+        ttl: Duration,
     },
 }

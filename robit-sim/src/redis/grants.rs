@@ -14,6 +14,9 @@
 //!   overwritten, flushed) is a release.
 //!
 //! An expiry that simply runs out is not an event: it follows from the last TTL.
+//!
+//! The namespace's quarantine key, `{<namespace>}:quarantine`, written with a TTL is a
+//! quarantine: no grants in the namespace until it expires.
 
 use std::time::Duration;
 
@@ -47,6 +50,15 @@ fn is_lock(key: &[u8]) -> bool {
             .is_some_and(|close| key[close + 1..].starts_with(b":lock:"))
 }
 
+/// Whether `key` is a namespace's quarantine key: `{<namespace>}:quarantine`.
+fn is_quarantine(key: &[u8]) -> bool {
+    key.first() == Some(&b'{')
+        && key
+            .iter()
+            .position(|&b| b == b'}')
+            .is_some_and(|close| &key[close + 1..] == b":quarantine")
+}
+
 /// `{<namespace>}:fence`, the counter of the namespace of the lock at `key`.
 fn fence_key(key: &[u8]) -> Vec<u8> {
     let close = key.iter().position(|&b| b == b'}').unwrap_or(0);
@@ -62,6 +74,27 @@ fn grant(exec: &mut Exec<'_>, key: &[u8]) -> Option<Grant> {
     }
     let expires_at = exec.data.expiry(key, now)?;
     Some(Grant { owner, expires_at })
+}
+
+/// A quarantine `name` (a SET, with its arguments `args`) has just written, if any.
+pub(crate) fn quarantine(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) {
+    let Some(key) = args
+        .get(1)
+        .filter(|key| name == "set" && is_quarantine(key))
+    else {
+        return;
+    };
+    let now = exec.ms();
+    if let Some(Some(expires_at)) = exec.data.expiry(key, now) {
+        let ttl = remaining(exec, Some(expires_at));
+        push(
+            exec,
+            LockEventKind::Quarantined {
+                key: key.clone(),
+                ttl,
+            },
+        );
+    }
 }
 
 /// The locks' keys `name` may write, and their grants before it runs.
@@ -153,6 +186,9 @@ mod tests {
         assert!(!is_lock(b"{ns}:queue:job"));
         assert!(!is_lock(b"ns:lock:job"));
         assert!(!is_lock(b"{ns}:fence"));
+        assert!(is_quarantine(b"{ns}:quarantine"));
+        assert!(!is_quarantine(b"{ns}:quarantine:x"));
+        assert!(!is_quarantine(b"{ns}:lock:quarantine"));
         assert_eq!(fence_key(b"{ns}:lock:{odd}:name"), b"{ns}:fence");
     }
 }

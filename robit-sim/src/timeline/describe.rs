@@ -34,6 +34,10 @@ pub(super) fn describe(kind: &EventKind) -> String {
         }
         EventKind::BackendReleased { by, token } => format!("released by {by}, token {token}"),
         EventKind::BackendStateLost => "lost all its state, every grant with it".to_owned(),
+        EventKind::BackendQuarantined { by, until } => format!(
+            "quarantine: no grants until {}s (state found lost by {by})",
+            secs(*until)
+        ),
         EventKind::Fault { what, ended: false } => format!("fault begins: {what}"),
         EventKind::Fault { what, ended: true } => format!("fault repaired: {what}"),
         EventKind::Crashed => "CRASHED".to_owned(),

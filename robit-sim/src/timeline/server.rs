@@ -1,5 +1,6 @@
 //! What the backend believed: each grant it made, from its grant until it was released,
-//! expired, or was lost with the backend's state.
+//! expired, or was lost with the backend's state; and the quarantines in which it made
+//! none.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,10 +20,42 @@ pub(super) struct ServerGrant {
     pub(super) how: &'static str,
 }
 
+/// A quarantine: grants suspended from `start` to `end`, after `by`'s request found the
+/// backend's state lost.
+#[derive(Debug, Clone)]
+pub(super) struct Quarantine {
+    pub(super) by: String,
+    pub(super) start: Duration,
+    pub(super) end: Duration,
+}
+
 /// A grant still kept: to whom, since when, until when.
 type Open = (String, Duration, Duration);
 
 impl Timeline {
+    /// The backend's quarantines inside the time shown, in order (one ends early if the
+    /// backend loses its state again).
+    pub(super) fn quarantines(&self) -> Vec<Quarantine> {
+        let mut found: Vec<Quarantine> = Vec::new();
+        for event in &self.events {
+            match &event.kind {
+                EventKind::BackendQuarantined { by, until } => found.push(Quarantine {
+                    by: by.clone(),
+                    start: event.at,
+                    end: *until,
+                }),
+                EventKind::BackendStateLost => {
+                    for quarantine in &mut found {
+                        quarantine.end = quarantine.end.min(event.at.max(quarantine.start));
+                    }
+                }
+                _ => {}
+            }
+        }
+        found.retain(|q| q.end >= self.start && q.start <= self.end);
+        found
+    }
+
     /// The backend's grants inside the time shown, in order of their start.
     pub(super) fn server_grants(&self) -> Vec<ServerGrant> {
         let mut open: BTreeMap<u64, Open> = BTreeMap::new();

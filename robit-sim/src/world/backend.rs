@@ -167,6 +167,10 @@ fn observe(state: &RedisState, history: &History, clock: &SimClock) {
                 by: who,
                 token: tokens.get(owner).copied().unwrap_or_default(),
             },
+            LockEventKind::Quarantined { ttl, .. } => EventKind::BackendQuarantined {
+                by: who,
+                until: clock.true_at(event.at + *ttl),
+            },
         };
         history.record_at(at, "backend", kind);
     });

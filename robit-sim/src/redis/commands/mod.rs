@@ -194,6 +194,7 @@ pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Fra
     let watched = grants::watch(exec, name, args);
     let reply = run(exec, name, args);
     grants::report(exec, watched);
+    grants::quarantine(exec, name, args);
     reply
 }
 

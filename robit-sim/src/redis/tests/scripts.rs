@@ -141,6 +141,14 @@ fn a_missing_fence_counter_quarantines_the_namespace_until_the_quarantine_ends()
     assert_eq!(backend.run(at(1_000), &["EXISTS", LOCK]), int(0));
     let granted = backend.acquire(30_001, OWNER_A, "10000", None, "30000");
     assert_eq!(granted, grant(clock_token(at(30_001)), ""));
+    // The quarantine is reported once, when it was written, for its whole length.
+    let kinds = backend.kinds();
+    let quarantined = LockEventKind::Quarantined {
+        key: QUARANTINE.into(),
+        ttl: at(30_000),
+    };
+    assert_eq!(kinds.first(), Some(&quarantined));
+    assert_eq!(kinds.iter().filter(|kind| **kind == quarantined).count(), 1);
 }
 
 #[test]

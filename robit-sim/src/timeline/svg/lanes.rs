@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use super::{
-    ACCEPTED, BACKEND_LANE, CRASH, FAILED, GRANTED, HELD, LANE, LEFT, LOST, REJECTED, RESTART,
-    STALE, WAIT, escape, text_width,
+    ACCEPTED, BACKEND_LANE, CRASH, FAILED, GRANTED, HELD, LANE, LEFT, LOST, QUARANTINE, REJECTED,
+    RESTART, STALE, WAIT, escape, text_width,
 };
 use crate::EventKind;
 use crate::check::End;
@@ -42,6 +42,7 @@ pub(super) fn lanes_content(
     if let Some((index, top)) = lanes.get(BACKEND_LANE)
         && let Some(out) = content.get_mut(index)
     {
+        quarantine_bands(out, timeline, x, top);
         server_bars(out, timeline, x, server, top);
     }
     for (client, start, stop) in timeline.waits() {
@@ -151,6 +152,26 @@ pub(super) fn lanes_content(
         );
         s.push_str(&body);
         s.push_str("</g>\n");
+    }
+}
+
+/// The backend's quarantines as hatched bands across its lane: no grant is made in them.
+fn quarantine_bands(out: &mut String, timeline: &Timeline, x: &dyn Fn(Duration) -> f64, top: f64) {
+    for quarantine in timeline.quarantines() {
+        let (start, stop) = (x(quarantine.start), x(quarantine.end));
+        let _ = writeln!(
+            out,
+            "<rect class=\"quarantine\" x=\"{start:.1}\" y=\"{:.1}\" width=\"{:.1}\" \
+             height=\"{:.1}\" fill=\"url(#quarantine)\" stroke=\"{QUARANTINE}\" \
+             stroke-width=\"0.8\"><title>backend: quarantine, no grants from {}s to {}s \
+             (state found lost by {})</title></rect>",
+            top + 3.0,
+            (stop - start).max(1.0),
+            LANE - 6.0,
+            secs(quarantine.start),
+            secs(quarantine.end),
+            escape(&quarantine.by)
+        );
     }
 }
 

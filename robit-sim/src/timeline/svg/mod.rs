@@ -38,6 +38,7 @@ const ACCEPTED: &str = "#43a047";
 const REJECTED: &str = "#c2185b";
 const STALE: &str = "#d62728";
 const FAULT: &str = "#f2b705";
+const QUARANTINE: &str = "#8d6e63";
 const VIOLATION: &str = "#d62728";
 
 /// Escapes text for SVG content and attribute values.
@@ -148,7 +149,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
     // The clients' lanes, then the backend's, if it made grants that show.
     let server = timeline.server_grants();
     let mut names: Vec<&str> = timeline.clients.iter().map(String::as_str).collect();
-    if !server.is_empty() {
+    if !server.is_empty() || !timeline.quarantines().is_empty() {
         names.push(BACKEND_LANE);
     }
     let lanes_bottom = lanes_top + names.len() as f64 * LANE;
@@ -180,6 +181,14 @@ pub(super) fn render(timeline: &Timeline) -> String {
     let _ = writeln!(
         s,
         "<rect width=\"{WIDTH}\" height=\"{height:.0}\" fill=\"#ffffff\"/>"
+    );
+    // The hatching of a quarantine band (and of its legend entry).
+    let _ = writeln!(
+        s,
+        "<defs><pattern id=\"quarantine\" width=\"6\" height=\"6\" \
+         patternUnits=\"userSpaceOnUse\" patternTransform=\"rotate(45)\">\
+         <rect width=\"6\" height=\"6\" fill=\"#efe6e2\"/><line x1=\"0\" y1=\"0\" x2=\"0\" \
+         y2=\"6\" stroke=\"{QUARANTINE}\" stroke-width=\"2\"/></pattern></defs>"
     );
     if let Some(title) = &timeline.title {
         let _ = writeln!(

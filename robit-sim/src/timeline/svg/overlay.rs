@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::lanes::Lanes;
 use super::{
     ACCEPTED, CRASH, FAILED, FAULT, GRANTED, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN,
-    REJECTED, RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
+    QUARANTINE, REJECTED, RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
 };
 use crate::timeline::Timeline;
 
@@ -112,7 +112,7 @@ fn legend_places() -> Vec<(f64, usize)> {
 }
 
 /// The legend's items: a label and its swatch.
-fn legend_items() -> [(&'static str, String); 12] {
+fn legend_items() -> [(&'static str, String); 13] {
     [
         (
             "held (#n: nth grant)",
@@ -160,6 +160,13 @@ fn legend_items() -> [(&'static str, String); 12] {
             "write rejected",
             format!(
                 "<line x1=\"9\" x2=\"9\" y1=\"-11\" y2=\"0\" stroke=\"{REJECTED}\" stroke-width=\"2\"/>"
+            ),
+        ),
+        (
+            "quarantine",
+            format!(
+                "<rect width=\"18\" height=\"10\" y=\"-9\" fill=\"url(#quarantine)\" \
+                 stroke=\"{QUARANTINE}\" stroke-width=\"0.8\"/>"
             ),
         ),
         (

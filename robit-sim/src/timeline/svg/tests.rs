@@ -293,3 +293,30 @@ fn the_backends_grants_have_a_lane_of_their_own_ended_as_the_backend_ended_them(
     // Without grants from the backend, it has no lane.
     assert!(!self::svg().contains(">backend</text>"));
 }
+
+#[test]
+fn a_quarantine_is_a_band_on_the_backends_lane_cut_short_by_another_loss_of_state() {
+    let history = History::new();
+    let s = Duration::from_secs;
+    let quarantined = |until| EventKind::BackendQuarantined {
+        by: "c2".into(),
+        until: s(until),
+    };
+    history.record_at(s(2), "backend", quarantined(6));
+    history.record_at(s(7), "backend", quarantined(9));
+    history.record_at(s(8), "backend", EventKind::BackendStateLost);
+    let svg = Timeline::new(&history, &[], s(10)).svg();
+    assert!(svg.contains(">backend</text>"), "{svg}");
+    assert_eq!(
+        svg.matches("<rect class=\"quarantine\"").count(),
+        2,
+        "{svg}"
+    );
+    for title in [
+        "backend: quarantine, no grants from 2.000s to 6.000s (state found lost by c2)",
+        "backend: quarantine, no grants from 7.000s to 8.000s (state found lost by c2)",
+    ] {
+        assert!(svg.contains(title), "{title}: {svg}");
+    }
+    assert!(svg.contains(">quarantine</text>"), "the legend names it");
+}
