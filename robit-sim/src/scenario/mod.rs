@@ -191,7 +191,16 @@ impl Scenario {
     /// use robit_sim::Scenario;
     /// use std::time::Duration;
     ///
-    /// let scenario = Scenario::parse("x.toml", "name = \"x\"\nduration = \"1s\"\n")?;
+    /// let text = r#"
+    /// name = "x"
+    /// duration = "1s"
+    /// [lock]
+    /// ttl = "1s"
+    /// [[clients]]
+    /// name = "c"
+    /// hold = ["10ms", "20ms"]
+    /// "#;
+    /// let scenario = Scenario::parse("x.toml", text)?;
     /// let coarse = scenario.clone().with_tick(Duration::from_millis(20))?;
     /// assert_eq!(coarse.tick(), Duration::from_millis(20));
     /// assert!(scenario.with_tick(Duration::from_secs(1)).is_err());
