@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use planted::{Bug, PlantedDriver};
+use planted::{Bug, DRIVER_BUGS, LIBRARY_BUGS, PlantedDriver, SCRIPT_CHANGES};
 use robit::redis::RedisDriver;
 use robit::{Mutant, TokioClock};
 use robit_sim::conformance::{
@@ -141,16 +141,6 @@ fn print_catches(scenario: &Option<(u64, String)>, model: &Result<(), ModelFailu
     }
 }
 
-const DRIVER_BUGS: [Bug; 7] = [
-    Bug::ReleaseWithoutOwnerCheck,
-    Bug::RenewWithoutOwnerCheck,
-    Bug::NonAtomicAcquire,
-    Bug::TokenResetsAfterExpiry,
-    Bug::TtlIgnored,
-    Bug::GrantOutlivesTtl,
-    Bug::RenewSucceedsAfterExpiry,
-];
-
 #[test]
 fn every_planted_driver_bug_is_caught() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -197,13 +187,6 @@ fn every_planted_driver_bug_is_caught() {
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
 }
 
-const LIBRARY_BUGS: [Mutant; 4] = [
-    Mutant::ValidityFromReceive,
-    Mutant::DriftIgnored,
-    Mutant::NoLossSignal,
-    Mutant::LossAfterUnlock,
-];
-
 #[test]
 fn every_planted_library_bug_is_caught() {
     let mut survivors = Vec::new();
@@ -218,26 +201,6 @@ fn every_planted_library_bug_is_caught() {
     }
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
 }
-
-/// Changes planted in robit's scripts as the simulated Redis runs them: what each
-/// breaks, the text found, and what replaces it.
-const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
-    (
-        "acquire grants over a holder",
-        "if current and not reserved_for_me then",
-        "if false and not reserved_for_me then",
-    ),
-    (
-        "renew extends anyone's grant, or none",
-        "if redis.pcall('GET', KEYS[1]) == ARGV[1] then",
-        "if true then",
-    ),
-    (
-        "one byte: acquire's TTL is read as seconds",
-        "redis.call('SET', lock, owner, 'PX', ttl)",
-        "redis.call('SET', lock, owner, 'EX', ttl)",
-    ),
-];
 
 /// The first seed (up to `max`) and Redis scenario that fails with `find` replaced by
 /// `replace` in every script the simulated Redis runs.

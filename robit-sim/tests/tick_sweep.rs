@@ -27,39 +27,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use planted::{Bug, PlantedDriver};
-use robit::Mutant;
+use planted::{DRIVER_BUGS, LIBRARY_BUGS, PlantedDriver, SCRIPT_CHANGES};
 use robit_sim::{Backend, DriverFactory, Scenario, load_scenarios, run, run_batch, run_driver};
-
-const DRIVER_BUGS: [Bug; 7] = [
-    Bug::ReleaseWithoutOwnerCheck,
-    Bug::RenewWithoutOwnerCheck,
-    Bug::NonAtomicAcquire,
-    Bug::TokenResetsAfterExpiry,
-    Bug::TtlIgnored,
-    Bug::GrantOutlivesTtl,
-    Bug::RenewSucceedsAfterExpiry,
-];
-const LIBRARY_BUGS: [Mutant; 4] = [
-    Mutant::ValidityFromReceive,
-    Mutant::DriftIgnored,
-    Mutant::NoLossSignal,
-    Mutant::LossAfterUnlock,
-];
-const SCRIPT_CHANGES: [(&str, &str); 3] = [
-    (
-        "if current and not reserved_for_me then",
-        "if false and not reserved_for_me then",
-    ),
-    (
-        "if redis.pcall('GET', KEYS[1]) == ARGV[1] then",
-        "if true then",
-    ),
-    (
-        "redis.call('SET', lock, owner, 'PX', ttl)",
-        "redis.call('SET', lock, owner, 'EX', ttl)",
-    ),
-];
 
 fn env_list(name: &str, default: &str) -> Vec<u64> {
     std::env::var(name)
@@ -134,7 +103,7 @@ fn planted_bugs(scenarios: &[Scenario]) -> Vec<(String, Option<String>)> {
         .filter(|scenario| scenario.backend() == Backend::Redis)
         .cloned()
         .collect();
-    for (find, replace) in SCRIPT_CHANGES {
+    for (_, find, replace) in SCRIPT_CHANGES {
         let by = caught(&redis, |scenario, seed| {
             let edited = scenario.clone().with_script_edit(find, replace);
             run(&edited, seed).is_ok_and(|run| run.verdict.passed())

@@ -338,29 +338,24 @@ impl Fault {
     /// holds (`when = "held"`).
     pub(crate) fn cuts_off_holder(&self) -> bool {
         let holder = |target: &Target| *target == Target::Holder;
-        if self.when_held {
-            return true;
-        }
-        match &self.action {
-            Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
-            Action::PartitionOneway { from, to } => holder(from) || holder(to),
-            _ => false,
-        }
+        self.when_held
+            || match &self.action {
+                Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
+                Action::PartitionOneway { from, to } => holder(from) || holder(to),
+                _ => false,
+            }
     }
 
     /// Whether the fault is aimed at whoever holds the lock when it starts (and so waits
     /// for a holder), or waits for one all the same (`when = "held"`).
     pub(crate) fn targets_holder(&self) -> bool {
-        let holder = |target: &Target| *target == Target::Holder;
-        if self.when_held {
-            return true;
-        }
-        match &self.action {
-            Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
-            Action::PartitionOneway { from, to } => holder(from) || holder(to),
-            Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => holder(x),
-            _ => false,
-        }
+        self.cuts_off_holder()
+            || matches!(
+                &self.action,
+                Action::Drift(Target::Holder, _)
+                    | Action::Pause(Target::Holder)
+                    | Action::Crash(Target::Holder)
+            )
     }
 }
 

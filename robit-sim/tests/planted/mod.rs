@@ -12,6 +12,45 @@ use robit::{
 };
 use tokio::time::Instant;
 
+/// Every planted driver bug (the control, [`Bug::None`], aside).
+pub const DRIVER_BUGS: [Bug; 7] = [
+    Bug::ReleaseWithoutOwnerCheck,
+    Bug::RenewWithoutOwnerCheck,
+    Bug::NonAtomicAcquire,
+    Bug::TokenResetsAfterExpiry,
+    Bug::TtlIgnored,
+    Bug::GrantOutlivesTtl,
+    Bug::RenewSucceedsAfterExpiry,
+];
+
+/// Every bug planted in the mutex itself (robit's `mutants` feature).
+pub const LIBRARY_BUGS: [robit::Mutant; 4] = [
+    robit::Mutant::ValidityFromReceive,
+    robit::Mutant::DriftIgnored,
+    robit::Mutant::NoLossSignal,
+    robit::Mutant::LossAfterUnlock,
+];
+
+/// Changes planted in robit's scripts as the simulated Redis runs them: what each
+/// breaks, the text found, and what replaces it.
+pub const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
+    (
+        "acquire grants over a holder",
+        "if current and not reserved_for_me then",
+        "if false and not reserved_for_me then",
+    ),
+    (
+        "renew extends anyone's grant, or none",
+        "if redis.pcall('GET', KEYS[1]) == ARGV[1] then",
+        "if true then",
+    ),
+    (
+        "one byte: acquire's TTL is read as seconds",
+        "redis.call('SET', lock, owner, 'PX', ttl)",
+        "redis.call('SET', lock, owner, 'EX', ttl)",
+    ),
+];
+
 /// The bug a [`PlantedDriver`] carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bug {
