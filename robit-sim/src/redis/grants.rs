@@ -101,7 +101,12 @@ pub(crate) fn quarantine(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) {
 pub(crate) fn watch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Vec<Watched> {
     let keys: Vec<Vec<u8>> = match name {
         "set" | "pexpire" | "incr" => args.get(1).into_iter().cloned().collect(),
-        "del" => args[1..].to_vec(),
+        "del" => {
+            let mut keys = args[1..].to_vec();
+            keys.sort();
+            keys.dedup();
+            keys
+        }
         "flushall" => exec.data.keys(exec.ms()),
         _ => return Vec::new(),
     };

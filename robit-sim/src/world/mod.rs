@@ -131,7 +131,23 @@ fn run_with(
     }
     let history = world.history().clone();
     let violations = check(&history, &check_config(scenario), &scenario.check);
-    let verdict = Verdict::judge_with(&violations, &scenario.expect, unmet(scenario, &history));
+    let mut unmet = unmet(scenario, &history);
+    // A fault still waiting for a holder to land on never bit: the run proves nothing
+    // about it, so it does not pass.
+    unmet.extend(
+        schedule
+            .iter()
+            .filter(|(_, _, _, applied)| applied.is_none())
+            .map(|(_, _, index, _)| {
+                format!(
+                    "fault {} never started: no holder to land on (one in the middle of \
+                     a hold, and for a fault that cuts it off, holding a TTL longer) before \
+                     the run ended",
+                    index + 1
+                )
+            }),
+    );
+    let verdict = Verdict::judge_with(&violations, &scenario.expect, unmet);
     Ok(Run {
         seed,
         history,

@@ -84,19 +84,28 @@ pub(super) fn error_text(text: &[u8]) -> Vec<u8> {
     [code, b" ", &message[start..end]].concat()
 }
 
+/// How deep a script's result may nest tables (a table that holds itself would nest
+/// forever); deeper, the reply is Redis's error for it.
+const MAX_DEPTH: usize = 1_000;
+
 /// A script's result as the reply Redis sends.
 pub(super) fn to_reply(value: &Value) -> mlua::Result<Frame> {
+    reply_at(value, 0)
+}
+
+fn reply_at(value: &Value, depth: usize) -> mlua::Result<Frame> {
     Ok(match value {
         Value::Boolean(true) => Frame::Integer(1),
         Value::Number(number) => Frame::Integer(c_cast(*number)),
         Value::Integer(number) => Frame::Integer(*number),
         Value::String(text) => Frame::Bulk(text.as_bytes().to_vec()),
-        Value::Table(table) => table_reply(table)?,
+        Value::Table(_) if depth >= MAX_DEPTH => Frame::error("ERR reached lua stack limit"),
+        Value::Table(table) => table_reply(table, depth)?,
         _ => Frame::NullBulk,
     })
 }
 
-fn table_reply(table: &Table) -> mlua::Result<Frame> {
+fn table_reply(table: &Table, depth: usize) -> mlua::Result<Frame> {
     if let Value::String(message) = table.raw_get::<Value>("err")? {
         return Ok(Frame::Error(one_line(&message.as_bytes())));
     }
@@ -112,7 +121,7 @@ fn table_reply(table: &Table) -> mlua::Result<Frame> {
         if item.is_nil() {
             break;
         }
-        items.push(to_reply(&item)?);
+        items.push(reply_at(&item, depth + 1)?);
     }
     Ok(Frame::Array(items))
 }

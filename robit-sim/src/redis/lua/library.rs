@@ -17,7 +17,7 @@ use mlua::{Lua, MultiValue, Table, Value};
 
 use super::convert::{self, error_table, error_text, to_lua};
 use super::rand48::Rand48;
-use super::sha1_hex;
+use super::{HOOK_EVERY, INSTRUCTION_LIMIT, sha1_hex};
 use crate::redis::commands::script_command;
 use crate::redis::events::{LockEvent, Peer};
 use crate::redis::exec::Exec;
@@ -111,6 +111,11 @@ pub(super) fn functions(lua: &Lua, shared: &Shared) -> mlua::Result<Table> {
         Ok((Some(lua.create_string(text)?), lua_message))
     })?;
     table.raw_set("take_raised", take_raised)?;
+    let spent = Arc::clone(&shared.spent);
+    let stopped = lua.create_function(move |_, ()| {
+        Ok(spent.load(std::sync::atomic::Ordering::Relaxed) >= INSTRUCTION_LIMIT / HOOK_EVERY)
+    })?;
+    table.raw_set("stopped", stopped)?;
     random(lua, &table, &shared.raised)?;
     checked(lua, &table, &shared.raised)?;
     Ok(table)

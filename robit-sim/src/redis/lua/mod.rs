@@ -33,6 +33,8 @@ use super::resp::Frame;
 pub(crate) const INSTRUCTION_LIMIT: u32 = 100_000_000;
 /// Instructions between two looks at a script's count.
 const HOOK_EVERY: u32 = 1_000_000;
+/// The first byte of Lua bytecode, which the server refuses to load (as Redis does).
+const BYTECODE: u8 = 0x1b;
 /// The memory the scripts of one server may hold.
 const MEMORY_LIMIT: usize = 256 << 20;
 
@@ -89,6 +91,12 @@ impl Vm {
 
     /// Compiles a script's body, as EVAL and SCRIPT LOAD do before anything runs.
     pub(crate) fn compile(&self, body: &[u8]) -> Result<Function, Failed> {
+        if body.first() == Some(&BYTECODE) {
+            return Err(Frame::error(
+                "ERR Error compiling script (new function): user_script: the simulated \
+                 Redis does not load Lua bytecode, only source",
+            ));
+        }
         let compiled = self
             .lua
             .create_string(body)

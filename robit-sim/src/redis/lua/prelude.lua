@@ -20,6 +20,9 @@ local setmetatable, rawset, xpcall, pcall = setmetatable, rawset, xpcall, pcall
 
 local READONLY = 'Attempt to modify a readonly table'
 
+-- The globals scripts see (built below).
+local globals
+
 -- Tables a script cannot change (Redis 7 marks its globals and libraries read-only).
 local readonly = setmetatable({}, { __mode = 'k' })
 
@@ -82,8 +85,8 @@ local redis = {
 -- modules, environments, printing), and the libraries.
 local visible = {}
 for _, name in ipairs({
-  'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs', 'load',
-  'loadstring', 'next', 'pairs', 'pcall', 'rawequal', 'rawget', 'select', 'setmetatable',
+  'assert', 'collectgarbage', 'error', 'gcinfo', 'getmetatable', 'ipairs',
+  'next', 'pairs', 'pcall', 'rawequal', 'rawget', 'select', 'setmetatable',
   'tonumber', 'tostring', 'type', 'unpack', 'xpcall', '_VERSION',
 }) do
   visible[name] = _G[name]
@@ -98,13 +101,52 @@ local function as_raised(err, where)
   end
   return err
 end
+-- A script stopped for running too long stays stopped: its own pcall cannot catch it.
+local stopped = rust.stopped
 local function caught(ok, ...)
   if ok then return ok, ... end
-  return ok, as_raised((...))
+  local err = ...
+  if stopped() then error(err, 0) end
+  return ok, as_raised(err)
 end
 visible.pcall = function(f, ...) return caught(pcall(f, ...)) end
 visible.xpcall = function(f, handle)
-  return xpcall(f, function(err) return handle(as_raised(err)) end)
+  return caught(xpcall(f, function(err)
+    if stopped() then return err end
+    return handle(as_raised(err))
+  end))
+end
+local resume = coroutine.resume
+local coroutines = {}
+for name, value in pairs(coroutine) do coroutines[name] = value end
+coroutines.resume = function(co, ...) return caught(resume(co, ...)) end
+
+-- Chunks a script compiles run with the script's globals, and only from source: Redis
+-- refuses bytecode (Lua 5.1 does not verify it).
+local function sandboxed(f, message)
+  if f then setfenv(f, globals) end
+  return f, message
+end
+local function source_only(text)
+  if type(text) == 'string' and text:byte(1) == 27 then
+    return nil, 'the simulated Redis does not load Lua bytecode, only source'
+  end
+end
+visible.loadstring = function(text, name)
+  local refused, message = source_only(text)
+  if message then return refused, message end
+  return sandboxed(loadstring(text, name))
+end
+visible.load = function(reader, name)
+  if type(reader) ~= 'function' then
+    error("bad argument #1 to 'load' (function expected, got " .. type(reader) .. ')', 2)
+  end
+  local pieces = {}
+  for piece in reader do
+    if piece == '' then break end
+    pieces[#pieces + 1] = piece
+  end
+  return visible.loadstring(table.concat(pieces), name)
 end
 visible.rawset = function(t, k, v)
   if readonly[t] then error(READONLY, 0) end
@@ -113,13 +155,13 @@ end
 visible.string = protect(string)
 visible.table = protect(table)
 visible.math = protect(mathlib)
-visible.coroutine = protect(coroutine)
+visible.coroutine = protect(coroutines)
 visible.redis = protect(redis)
 for _, name in ipairs({ 'bit', 'cjson', 'cmsgpack', 'struct' }) do
   visible[name] = missing(name)
 end
 
-local globals = setmetatable({}, {
+globals = setmetatable({}, {
   __index = function(_, name)
     local value = visible[name]
     if value == nil then

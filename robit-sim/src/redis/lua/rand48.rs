@@ -38,7 +38,7 @@ impl Rand48 {
     /// `math.random([m [, n]])` as Redis 7 computes it; an error is Lua's message.
     pub(super) fn random(&self, lua: &Lua, args: &MultiValue) -> Result<f64, String> {
         let r = f64::from(self.next() % MAX) / f64::from(MAX);
-        let int = |n: usize| checkint(lua, args, n);
+        let int = |n: usize| checkint(lua, args, n, "random");
         match args.len() {
             0 => Ok(r),
             1 => {
@@ -62,7 +62,7 @@ impl Rand48 {
     /// `math.randomseed(seed)`.
     pub(super) fn randomseed(&self, lua: &Lua, args: &MultiValue) -> Result<(), String> {
         #[allow(clippy::cast_possible_truncation)] // luaL_checkint's (int) cast
-        self.seed(checkint(lua, args, 1)? as i32);
+        self.seed(checkint(lua, args, 1, "randomseed")? as i32);
         Ok(())
     }
 }
@@ -71,14 +71,15 @@ fn empty(n: usize) -> String {
     format!("bad argument #{n} to 'random' (interval is empty)")
 }
 
-/// `luaL_checkint`: argument `n` (from 1) as a number truncated to an integer.
-fn checkint(lua: &Lua, args: &MultiValue, n: usize) -> Result<f64, String> {
+/// `luaL_checkint`: argument `n` (from 1) of the function `name`, as a number truncated
+/// to an integer.
+fn checkint(lua: &Lua, args: &MultiValue, n: usize, name: &str) -> Result<f64, String> {
     let value = args.get(n - 1).cloned();
     let got = value.as_ref().map_or("no value", Value::type_name);
     let number = value.and_then(|value| lua.coerce_number(value).ok().flatten());
     number
         .map(f64::trunc)
-        .ok_or_else(|| format!("bad argument #{n} to 'random' (number expected, got {got})"))
+        .ok_or_else(|| format!("bad argument #{n} to '{name}' (number expected, got {got})"))
 }
 
 #[cfg(test)]

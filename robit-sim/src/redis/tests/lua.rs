@@ -205,6 +205,25 @@ fn scripts_cannot_change_or_invent_globals() {
                 .collect()
         )
     );
+    // A chunk the script compiles gets the same globals, and bytecode is refused.
+    assert!(
+        failure(&backend, "loadstring('x = 1')()").contains("Attempt to modify a readonly table"),
+    );
+    let escape = "return loadstring('return type(print)')()";
+    assert!(failure(&backend, escape).contains("nonexistent global variable 'print'"));
+    let dumped = "local f, why = loadstring(string.dump(function() return 1 end)) \
+                  return {tostring(f), why}";
+    assert_eq!(
+        eval(&backend, dumped, &[], &[]),
+        Frame::Array(vec![
+            Frame::bulk("nil"),
+            Frame::bulk("the simulated Redis does not load Lua bytecode, only source")
+        ])
+    );
+    let Frame::Error(text) = eval(&backend, "\x1bLuaQ", &[], &[]) else {
+        panic!("bytecode was run");
+    };
+    assert!(text.ends_with(b"does not load Lua bytecode, only source"));
     // Locals are the script's own: a second script does not see the first's.
     eval(&backend, "local mine = 1 return mine", &[], &[]);
     assert!(failure(&backend, "return mine").contains("nonexistent global variable 'mine'"));
@@ -232,6 +251,26 @@ fn a_script_that_runs_away_is_stopped_with_an_error_that_says_why() {
     assert!(text.contains("stopped script"), "{text}");
     // The server goes on.
     assert_eq!(eval(&backend, "return 1", &[], &[]), int(1));
+    // A script cannot catch being stopped.
+    let stubborn = "while true do pcall(function() while true do end end) end";
+    let Frame::Error(text) = eval(&backend, stubborn, &[], &[]) else {
+        panic!("a script that swallows its stop returned");
+    };
+    assert!(String::from_utf8(text).unwrap().contains("stopped script"));
+}
+
+#[test]
+fn a_result_that_holds_itself_is_an_error_not_a_crash() {
+    let backend = Backend::new();
+    let reply = eval(&backend, "local t = {} t[1] = t return t", &[], &[]);
+    let mut depth = 0;
+    let mut frame = &reply;
+    while let Frame::Array(items) = frame {
+        depth += 1;
+        frame = &items[0];
+    }
+    assert_eq!(frame, &Frame::error("ERR reached lua stack limit"));
+    assert_eq!(depth, 1_000);
 }
 
 #[test]
