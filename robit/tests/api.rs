@@ -5,8 +5,8 @@ use robit_test_support::kit as common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{AcquireFault, FaultyDriver, Notifications, settle, within};
-use robit::{LocalDriver, LockError, Mutex, UnlockError, Wait};
+use common::{AcquireFault, FaultyDriver, Notifications, RenewFault, settle, within};
+use robit::{LocalDriver, LockError, LossReason, Mutex, UnlockError, Wait};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(3);
@@ -87,6 +87,25 @@ async fn an_old_guard_cannot_unlock_a_newer_hold() {
         Err(UnlockError::AlreadyReleased)
     ));
     assert!(m.is_held());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_old_guard_unlocking_after_a_newer_hold_was_lost_leaves_the_loss_to_the_newer_guard() {
+    let driver = FaultyDriver::new();
+    let m = mutex(driver.clone());
+    let old = m.lock().await.unwrap();
+    m.unlock().await.unwrap();
+    let new = m.lock().await.unwrap();
+    driver.set_renew(RenewFault::AnswerLost);
+    within(TTL, "the loss", new.lost()).await;
+    assert!(matches!(
+        old.unlock().await,
+        Err(UnlockError::AlreadyReleased)
+    ));
+    assert!(matches!(
+        new.unlock().await,
+        Err(UnlockError::Lost(LossReason::NotOwner))
+    ));
 }
 
 #[tokio::test(start_paused = true)]

@@ -128,6 +128,26 @@ fn a_hold_on_a_second_runtime_is_renewed_there_while_the_first_sits_idle() {
 }
 
 #[test]
+fn a_watchdog_replaced_by_one_on_another_runtime_is_stopped() {
+    let first = paused_runtime();
+    let second = paused_runtime();
+    let driver = LocalDriver::new();
+    let mutex = first.block_on(async {
+        let mutex = mutex(&driver);
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+        settle().await;
+        assert_eq!(alive_tasks(), 1, "the first watchdog, idle");
+        mutex
+    });
+    let guard = second.block_on(mutex.lock()).unwrap();
+    first.block_on(async {
+        settle().await;
+        assert_eq!(alive_tasks(), 0, "the replaced watchdog still runs");
+    });
+    second.block_on(guard.unlock()).unwrap();
+}
+
+#[test]
 fn a_guard_dropped_after_its_watchdog_runtime_shut_down_still_releases() {
     let first = paused_runtime();
     let driver = LocalDriver::new();
@@ -180,6 +200,64 @@ fn a_guard_dropped_on_another_runtime_releases_there_while_the_first_sits_idle()
     });
     drop(holder);
     drop(first);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_mutex_dropped_while_its_watchdog_sits_idle_ends_the_watchdog_at_once() {
+    let driver = LocalDriver::new();
+    let mutex = mutex(&driver);
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    settle().await;
+    assert_eq!(alive_tasks(), 1, "the watchdog, idle");
+    drop(mutex);
+    settle().await;
+    assert_eq!(alive_tasks(), 0, "the watchdog waited out its idle period");
+}
+
+#[test]
+fn a_guard_dropped_outside_any_runtime_is_released_by_its_watchdog_when_its_runtime_runs() {
+    let runtime = paused_runtime();
+    let driver = LocalDriver::new();
+    let (holder, guard) = runtime.block_on(async {
+        let holder = mutex(&driver);
+        let guard = holder.lock().await.unwrap();
+        (holder, guard)
+    });
+    // No runtime here: the release waits for the watchdog.
+    drop(guard);
+    runtime.block_on(async {
+        settle().await;
+        let rival = mutex(&driver);
+        rival.try_lock().await.unwrap().unlock().await.unwrap();
+    });
+    drop(holder);
+}
+
+#[test]
+fn a_release_left_to_a_watchdog_whose_runtime_then_shut_down_runs_when_the_mutex_goes() {
+    let first = paused_runtime();
+    let driver = LocalDriver::new();
+    let (holder, guard) = first.block_on(async {
+        let holder = mutex(&driver);
+        let guard = holder.lock().await.unwrap();
+        (holder, guard)
+    });
+    // Dropped outside any runtime, the guard leaves its release to the watchdog, which
+    // goes with its runtime before it gets to run.
+    drop(guard);
+    drop(first);
+
+    let second = paused_runtime();
+    second.block_on(async {
+        let rival = mutex(&driver);
+        assert!(matches!(
+            rival.try_lock().await,
+            Err(LockError::Contended { .. })
+        ));
+        drop(holder);
+        settle().await;
+        rival.try_lock().await.unwrap().unlock().await.unwrap();
+    });
 }
 
 #[test]
