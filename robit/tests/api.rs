@@ -5,7 +5,7 @@ use robit_test_support::kit as common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{AcquireFault, FaultyDriver, Notifications, RenewFault, settle, within};
+use common::{AcquireFault, FaultyDriver, Highest, Notifications, RenewFault, settle, within};
 use robit::{LocalDriver, LockError, LossReason, Mutex, UnlockError, Wait};
 use tokio::time::Instant;
 
@@ -233,6 +233,45 @@ async fn a_waiter_wakes_on_the_release_notification_not_its_next_poll() {
 async fn without_notifications_a_waiter_still_acquires_within_the_backoff_cap() {
     let delay = hand_off_delay(FaultyDriver::polling()).await;
     assert!(delay <= robit::DEFAULT_BACKOFF_MAX, "{delay:?}");
+}
+
+/// How many attempts a waiter drawing the longest waits makes on a lock that stays held
+/// for the whole of `window`.
+async fn attempts_while_held(driver: FaultyDriver, window: Duration) -> u32 {
+    let holder = mutex(driver.clone());
+    let _guard = holder.lock().await.unwrap();
+    let waiter = Mutex::builder("api", driver.clone())
+        .ttl(TTL)
+        .entropy(Arc::new(Highest))
+        .build()
+        .unwrap();
+    let calls = || {
+        driver
+            .faults
+            .acquire_calls
+            .load(std::sync::atomic::Ordering::SeqCst)
+    };
+    let before = calls();
+    assert!(
+        tokio::time::timeout(window, waiter.lock()).await.is_err(),
+        "the waiter got a held lock"
+    );
+    calls() - before
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_notifications_a_waiter_backs_off_doubling_its_wait_up_to_the_cap() {
+    // Waits of 5, 10, 20, 40, 80, 160 ms, then the 250 ms cap: attempts at 0, 5, 15, 35,
+    // 75, 155, 315, 565, 815, 1065, 1315, 1565 and 1815 ms.
+    let attempts = attempts_while_held(FaultyDriver::polling(), Duration::from_secs(2)).await;
+    assert_eq!(attempts, 13);
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_notifications_a_waiter_still_polls_as_a_fallback_once_per_backoff_cap() {
+    // Jittered between half the cap and the cap; the longest draw: every 250 ms.
+    let attempts = attempts_while_held(FaultyDriver::new(), Duration::from_millis(900)).await;
+    assert_eq!(attempts, 4, "attempts at 0, 250, 500 and 750 ms");
 }
 
 #[tokio::test(start_paused = true)]

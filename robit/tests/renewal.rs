@@ -8,8 +8,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use common::{
-    AcquireFault, FaultyDriver, JumpClock, LossLog, RenewFault, TTL, VALIDITY, logged_mutex,
-    settle, within,
+    AcquireFault, FaultyDriver, Highest, JumpClock, LossLog, RenewFault, TTL, VALIDITY,
+    logged_mutex, settle, within,
 };
 use robit::{LossReason, Mutex, UnlockError};
 use tokio::time::Instant;
@@ -166,6 +166,58 @@ async fn a_few_failed_renewals_are_retried_before_the_deadline_without_loss() {
         "{stats:?}"
     );
     guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn failed_renewals_are_retried_a_quarter_period_apart_and_ever_closer_to_the_deadline() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = log
+        .attach(
+            Mutex::builder("renewed", driver.clone())
+                .ttl(TTL)
+                .entropy(Arc::new(Highest)),
+        )
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::Fail(u32::MAX));
+    // The first renew, a renew period in, fails; with the longest draw the retry goes out a
+    // quarter period later.
+    let retry = TTL / 3 + TTL / 12;
+    tokio::time::sleep_until(start + retry - Duration::from_millis(1)).await;
+    assert_eq!(driver.renew_calls(), 1);
+    tokio::time::sleep_until(start + retry + Duration::from_millis(1)).await;
+    assert_eq!(driver.renew_calls(), 2);
+    // Near the deadline the retries come a third of the time left apart: some still go
+    // out in its last 10 ms.
+    tokio::time::sleep_until(start + VALIDITY - Duration::from_millis(10)).await;
+    let before = driver.renew_calls();
+    within(TTL, "the loss", guard.lost()).await;
+    assert!(
+        driver.renew_calls() > before,
+        "no retry in the last 10 ms: the retries stopped after {before} calls"
+    );
+    assert_eq!(log.reasons(), vec![LossReason::DeadlinePassed]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_renew_answering_lost_sends_no_release_for_the_grant_the_backend_disowned() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    // This renew answers lost without asking the backend, which keeps the grant until its
+    // TTL: a release sent after the loss would show.
+    driver.set_renew(RenewFault::AnswerLost);
+    within(TTL, "the loss", guard.lost()).await;
+    settle().await;
+    assert_eq!(
+        driver.local.len(),
+        1,
+        "a release went out for a grant the backend said was not ours"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,5 +1,6 @@
 //! Testing the mutex itself, in paused time: a fault-injecting driver over the local
-//! driver, a loss log, a clock that jumps, captured tracing output, and small helpers.
+//! driver, a loss log, a clock that jumps, entropy that always draws the highest value,
+//! captured tracing output, and small helpers.
 
 mod capture;
 mod clock;
@@ -22,6 +23,17 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
     match tokio::time::timeout(limit, future).await {
         Ok(value) => value,
         Err(_) => panic!("{what} did not happen within {limit:?}"),
+    }
+}
+
+/// Entropy whose every draw is the highest: each jittered wait is as long as it may be,
+/// so a test can say when every retry goes out. Every owner token it makes is the same.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Highest;
+
+impl robit::Entropy for Highest {
+    fn next_u64(&self) -> u64 {
+        u64::MAX
     }
 }
 
