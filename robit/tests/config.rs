@@ -59,6 +59,12 @@ fn a_ttl_longer_than_a_year_is_rejected() {
 }
 
 #[test]
+fn the_longest_ttl_is_a_year_of_365_days() {
+    let day = Duration::from_secs(24 * 3600);
+    assert_eq!(robit::MAX_TTL, day * 365);
+}
+
+#[test]
 fn a_drift_factor_outside_zero_to_one_half_is_rejected() {
     for drift_factor in [-0.01, 0.5, 0.9, f64::INFINITY] {
         assert_eq!(
@@ -136,6 +142,13 @@ fn a_renew_period_and_timeout_that_leave_no_room_to_retry_are_rejected() {
         .renew_timeout(Duration::from_millis(6_465))
         .build()
         .unwrap();
+    // On the bound: 20.698 s + 1.5 × 6 s = 29.698 s, a retry of exactly half an attempt.
+    builder()
+        .ttl(ttl)
+        .renew_period(Duration::from_millis(20_698))
+        .renew_timeout(Duration::from_secs(6))
+        .build()
+        .unwrap();
 }
 
 #[test]
@@ -176,6 +189,12 @@ fn an_invalid_backoff_is_rejected() {
             max
         }
     );
+    // A backoff that never grows is fine, and so is a cap of the longest TTL.
+    builder().backoff(Backoff::new(max, max)).build().unwrap();
+    builder()
+        .backoff(Backoff::new(base, robit::MAX_TTL))
+        .build()
+        .unwrap();
     // A cap too long to add to a clock reading is refused, not a later panic.
     let huge = Duration::MAX;
     assert_eq!(
