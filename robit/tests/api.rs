@@ -551,3 +551,31 @@ async fn a_wait_that_ends_during_an_unanswered_attempt_blames_the_holder_not_the
         "{err}"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_that_times_out_in_full_is_reported_even_after_the_lock_was_seen_held() {
+    let driver = FaultyDriver::new();
+    let holder = mutex(driver.clone());
+    let _guard = holder.lock().await.unwrap();
+    let waiter = mutex(driver.clone());
+    let limit = Duration::from_secs(3);
+    let waiting = tokio::spawn(async move { waiter.lock_with(Wait::Timeout(limit)).await });
+    // The first attempt finds the lock held; the next one's answer takes longer than an
+    // attempt may (the renew timeout, TTL/3), well inside the wait: the backend failed.
+    settle().await;
+    driver.set_acquire(AcquireFault::DelayReply(Duration::from_secs(60)));
+    let err = within(Duration::from_secs(5), "the wait's end", waiting)
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LockError::Timeout {
+                last_error: Some(robit::DriverError::Timeout(waited)),
+                ..
+            } if waited == TTL / 3
+        ),
+        "{err:?}"
+    );
+}

@@ -365,3 +365,23 @@ async fn a_grant_whose_reply_lands_after_its_deadline_is_given_back_and_retried(
     );
     guard.unlock().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_whose_reply_lands_exactly_at_its_deadline_is_given_back_too() {
+    let driver = FaultyDriver::new();
+    let clock = Arc::new(JumpClock::default());
+    let holder = Mutex::builder("renewed", driver.clone())
+        .ttl(TTL)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .build()
+        .unwrap();
+    driver.jump_on_next_reply(&clock, VALIDITY);
+    let guard = within(TTL, "the acquire", holder.lock()).await.unwrap();
+    assert_eq!(
+        guard.fence().get(),
+        2,
+        "the grant that arrived at its deadline was installed"
+    );
+    assert_eq!(driver.local.len(), 1);
+    guard.unlock().await.unwrap();
+}
