@@ -115,6 +115,18 @@ async fn a_release_of_a_regranted_name_by_the_same_owner_token_does_not_touch_th
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_renew_of_a_regranted_name_by_the_same_owner_token_answers_lost() {
+    // As for release: the contract keys on (owner, fence), and the new grant is left alone.
+    let driver = LocalDriver::new();
+    let stale = granted(&driver, 1).await;
+    tokio::time::advance(TTL).await;
+    let _fresh = granted(&driver, 1).await;
+    tokio::time::advance(TTL / 2).await;
+    assert_eq!(stale.renew(TTL).await.unwrap(), Renewal::Lost);
+    assert_eq!(held(&driver, 2).await, Some(TTL / 2));
+}
+
+#[tokio::test(start_paused = true)]
 async fn fencing_tokens_strictly_increase_across_releases_expiries_and_owners() {
     let driver = LocalDriver::new();
     let mut last = None;

@@ -108,3 +108,20 @@ fn the_gate_admits_equal_tokens_and_remembers_the_highest() {
     assert!(gate.check(robit::FenceToken::new(8)).is_err());
     assert_eq!(gate.highest(), Some(robit::FenceToken::new(9)));
 }
+
+#[test]
+fn a_stale_write_is_refused_with_both_tokens_in_its_message() {
+    let gate = FenceGate::new();
+    gate.check(robit::FenceToken::new(9)).unwrap();
+    let err = gate.check(robit::FenceToken::new(3)).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("stale fencing token 3: the resource has already seen 9,"),
+        "{err}"
+    );
+    assert_eq!(
+        format!("{:?}", err.presented),
+        "FenceToken(3)",
+        "the token's debug form"
+    );
+}

@@ -1,4 +1,4 @@
-//! Tests that need to see inside the local driver's table.
+//! Tests of the local driver itself: its own API, and what needs to see inside its table.
 
 use std::time::Duration;
 
@@ -77,4 +77,19 @@ async fn a_renew_moves_the_grant_in_the_expiry_order() {
     tokio::time::advance(TTL / 4).await;
     assert_eq!(driver.len(), 0);
     assert_eq!(footprint(&driver), (0, 0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_driver_counts_its_live_grants_and_names_itself_in_debug_output() {
+    let driver = LocalDriver::new();
+    assert!(driver.is_empty());
+    let lease = grant(&driver, &LockName::from("counted"), 1).await;
+    assert_eq!(driver.len(), 1);
+    assert!(!driver.is_empty());
+    lease.release().await.unwrap();
+    assert!(driver.is_empty());
+    assert!(
+        format!("{driver:?}").starts_with("LocalDriver { clock: "),
+        "{driver:?}"
+    );
 }
