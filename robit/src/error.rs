@@ -136,11 +136,7 @@ pub enum LockError {
         expires_in: Option<Duration>,
     },
     /// The wait timed out.
-    #[error(
-        "gave up waiting for the lock after {waited:?}{}; wait longer, or find out why the \
-         holder keeps it",
-        fmt_last(.last_error)
-    )]
+    #[error("gave up waiting for the lock after {waited:?}; {}", fmt_why(.last_error))]
     Timeout {
         /// How long `lock()` waited.
         waited: Duration,
@@ -165,10 +161,13 @@ fn fmt_expiry(expires_in: Option<Duration>) -> String {
         .unwrap_or_default()
 }
 
-fn fmt_last(last: &Option<DriverError>) -> String {
-    last.as_ref()
-        .map(|e| format!("; the backend was failing: {e}"))
-        .unwrap_or_default()
+/// Why a wait ran out: the backend's failure if it was failing (its own message says what
+/// to do), else a holder.
+fn fmt_why(last: &Option<DriverError>) -> String {
+    match last {
+        Some(error) => format!("the backend was failing: {error}"),
+        None => "wait longer, or find out why the holder keeps it".to_owned(),
+    }
 }
 
 /// `unlock()` did not release a live lease.

@@ -317,6 +317,10 @@ async fn a_timeout_reports_the_backend_error_that_kept_it_waiting() {
         "{err:?}"
     );
     assert!(err.to_string().contains("the backend was failing"), "{err}");
+    assert!(
+        !err.to_string().contains("holder"),
+        "there is no holder: {err}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

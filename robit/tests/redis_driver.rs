@@ -219,7 +219,7 @@ async fn timeouts_too_long_to_represent_never_panic_and_commands_still_run() {
 async fn every_script_stays_in_one_cluster_slot() {
     // A one-node cluster owning all slots refuses, with CROSSSLOT, any script whose keys
     // hash to different slots: running the driver against it checks the hash tags.
-    let server = RedisServer::start_with(&["--cluster-enabled", "yes"]);
+    let server = RedisServer::start_cluster_node();
     let mut admin = server.admin().await;
     let _: () = redis::cmd("CLUSTER")
         .arg("ADDSLOTSRANGE")

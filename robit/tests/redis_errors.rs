@@ -70,9 +70,13 @@ async fn a_wrong_password_is_a_permanent_typed_error_that_never_shows_the_passwo
             "the password leaked: {text}"
         );
     }
-    // No password at all is refused the same way.
-    let err = backend_error(mutex(&server.url(), "guarded").try_lock().await);
-    assert!(!err.is_transient(), "{err}");
+    // No password at all: Redis refuses a script call from an unauthenticated client
+    // with a protocol error, and the driver says what is missing.
+    for attempt in [refused_try(&server).await, refused_lock(&server).await] {
+        let err = backend_error(attempt);
+        assert!(!err.is_transient(), "{err}");
+        assert!(err.to_string().contains("requires authentication"), "{err}");
+    }
     // The right one works.
     let right = format!("redis://:right-horse@127.0.0.1:{}", server.port());
     mutex(&right, "guarded")
@@ -82,6 +86,14 @@ async fn a_wrong_password_is_a_permanent_typed_error_that_never_shows_the_passwo
         .unlock()
         .await
         .unwrap();
+}
+
+async fn refused_try(server: &RedisServer) -> Result<robit::Guard, LockError> {
+    mutex(&server.url(), "guarded").try_lock().await
+}
+
+async fn refused_lock(server: &RedisServer) -> Result<robit::Guard, LockError> {
+    mutex(&server.url(), "guarded").lock().await
 }
 
 #[tokio::test]
@@ -141,19 +153,95 @@ async fn a_refused_connection_is_transient_and_a_wait_reports_it_when_it_gives_u
         .local_addr()
         .unwrap()
         .port();
+    let captured = Captured::default();
+    let _logs = captured.install();
     let mutex = mutex(&format!("redis://127.0.0.1:{port}"), "nowhere");
     let err = backend_error(mutex.try_lock().await);
     assert!(err.is_transient(), "{err}");
-    match mutex
-        .lock_with(Wait::Timeout(Duration::from_millis(300)))
+    let address = format!("Redis at redis://127.0.0.1:{port} is unreachable");
+    assert!(err.to_string().contains(&address), "{err}");
+    // Long enough for the failures to look persistent: the mutex warns with the cause.
+    let err = mutex
+        .lock_with(Wait::Timeout(Duration::from_secs(2)))
         .await
-    {
-        Err(LockError::Timeout {
-            last_error: Some(err),
+        .unwrap_err();
+    match &err {
+        LockError::Timeout {
+            last_error: Some(last),
             ..
-        }) => assert!(err.is_transient()),
+        } => assert!(last.is_transient(), "{last}"),
         other => panic!("expected a timeout with the connection error, got {other:?}"),
     }
+    let message = err.to_string();
+    assert!(message.contains(&address), "{message}");
+    assert!(!message.contains("holder"), "there is no holder: {message}");
+    let lines = captured.lines();
+    assert!(
+        lines.iter().any(|line| line.contains("WARN")
+            && line.contains("keeps failing")
+            && line.contains(&address)),
+        "no warning with the cause in:\n{}",
+        lines.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn ping_refuses_a_cluster_node_that_does_not_serve_the_namespace() {
+    // Two nodes: the namespace's slot on `other`, every other slot on `wrong`.
+    let wrong = RedisServer::start_cluster_node();
+    let other = RedisServer::start_cluster_node();
+    let mut admin = wrong.admin().await;
+    let slot: u16 = redis::cmd("CLUSTER")
+        .arg("KEYSLOT")
+        .arg("{robit}:fence")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let mut slots = redis::cmd("CLUSTER");
+    slots.arg("ADDSLOTS");
+    for other_slot in (0..16384).filter(|s| *s != slot) {
+        slots.arg(other_slot);
+    }
+    let _: () = slots.query_async(&mut admin).await.unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTS")
+        .arg(slot)
+        .query_async(&mut other.admin().await)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(other.port())
+        .arg(other.cluster_bus_port().unwrap())
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    wait_for_cluster(&mut admin, &mut other.admin().await).await;
+
+    let driver = |server: &RedisServer| RedisDriver::builder(&server.url()).build().unwrap();
+    let err = driver(&wrong).ping().await.unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    assert!(err.to_string().contains("served by another node"), "{err}");
+    driver(&other).ping().await.unwrap();
+}
+
+/// Readiness polling, not a timing assertion: until the nodes have met, `wrong` does not
+/// know who serves the slot, and `other` thinks the cluster is down.
+async fn wait_for_cluster(
+    wrong: &mut redis::aio::MultiplexedConnection,
+    other: &mut redis::aio::MultiplexedConnection,
+) {
+    let get = || redis::cmd("GET").arg("{robit}:fence").clone();
+    for _ in 0..1_000 {
+        let at_wrong: redis::RedisResult<redis::Value> = get().query_async(wrong).await;
+        let at_other: redis::RedisResult<redis::Value> = get().query_async(other).await;
+        if at_wrong.is_err_and(|err| err.code() == Some("MOVED")) && at_other.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the cluster nodes never met");
 }
 
 #[tokio::test]

@@ -4,8 +4,8 @@ use robit_test_support::kit as common;
 
 use std::time::Duration;
 
-use common::{Captured, FaultyDriver, RenewFault, within};
-use robit::Mutex;
+use common::{AcquireFault, Captured, FaultyDriver, RenewFault, within};
+use robit::{LockError, Mutex, Wait};
 
 #[tokio::test(start_paused = true)]
 async fn acquire_renew_loss_and_release_are_traced_under_the_robit_target() {
@@ -45,4 +45,46 @@ async fn acquire_renew_loss_and_release_are_traced_under_the_robit_target() {
         );
     }
     assert!(find("lease lost").contains("WARN"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lock_that_keeps_failing_warns_with_the_cause_once_then_once_a_minute() {
+    let captured = Captured::default();
+    let _default = captured.install();
+    let driver = FaultyDriver::new();
+    let mutex = Mutex::builder("payroll", driver.clone()).build().unwrap();
+    let warnings = || {
+        captured
+            .lines()
+            .into_iter()
+            .filter(|line| line.contains("keeps failing"))
+            .collect::<Vec<_>>()
+    };
+
+    // A few failures are retried quietly.
+    driver.set_acquire(AcquireFault::FailTransient(4));
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    assert_eq!(warnings(), Vec::<String>::new());
+
+    // Failures that go on: one warning once they look persistent, then one a minute.
+    driver.set_acquire(AcquireFault::FailTransient(u32::MAX));
+    let err = mutex
+        .lock_with(Wait::Timeout(Duration::from_secs(150)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, LockError::Timeout { .. }), "{err:?}");
+    let warned = warnings();
+    assert_eq!(warned.len(), 3, "{warned:#?}");
+    for line in &warned {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(
+            line.contains("lock=payroll"),
+            "the warning does not name the lock: {line}"
+        );
+        assert!(
+            line.contains("refused"),
+            "the warning does not give the cause: {line}"
+        );
+    }
+    assert!(warned[0].contains("failures=5"), "{}", warned[0]);
 }

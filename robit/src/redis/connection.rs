@@ -41,7 +41,7 @@ impl<C: Connector> Inner<C> {
             .connector
             .connect()
             .await
-            .map_err(|err| error::classify(err, limit))?;
+            .map_err(|err| error::classify(err, limit, &self.connector.describe()))?;
         let generation = self.generations.fetch_add(1, Ordering::Relaxed);
         *self.slot() = Some((generation, connection.clone()));
         Ok((generation, connection))
@@ -65,7 +65,11 @@ impl<C: Connector> Inner<C> {
         if error::breaks_connection(&err) && !self.connector.reconnects_by_itself() {
             self.replace(generation);
         }
-        error::classify(err, self.settings.command_timeout)
+        error::classify(
+            err,
+            self.settings.command_timeout,
+            &self.connector.describe(),
+        )
     }
 
     /// A command got no answer in time. The server may be slow, or the connection may

@@ -38,17 +38,26 @@ fn permanent(what: &'static str, source: RedisError) -> DriverError {
 }
 
 /// Classifies `err`: transient errors are retried by the mutex, permanent ones returned.
-pub(super) fn classify(err: RedisError, command_timeout: Duration) -> DriverError {
+/// `server` is where the driver connects (no password), for the errors that concern
+/// reaching it.
+pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str) -> DriverError {
     if err.is_timeout() {
         return DriverError::Timeout(command_timeout);
     }
-    let refused_credentials = err.kind() == ErrorKind::AuthenticationFailed
-        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH"));
-    match err.code() {
-        _ if refused_credentials => permanent(
+    if needs_credentials(&err) {
+        return permanent(
+            "Redis requires authentication and the driver sent none; put the username and \
+             password in the URL (redis://user:password@host)",
+            err,
+        );
+    }
+    if refused_credentials(&err) {
+        return permanent(
             "Redis refused the credentials; check the username and password in the URL",
             err,
-        ),
+        );
+    }
+    match err.code() {
         Some("NOPERM") => permanent(
             "the Redis user may not run a command robit needs (EVALSHA, SCRIPT, PUBLISH, \
              SUBSCRIBE on the namespace's keys); grant it with ACL SETUSER",
@@ -73,7 +82,11 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration) -> DriverErro
             transient("Redis cannot serve the request right now", err)
         }
         Some(_) => permanent("a robit script failed on the server", err),
-        None if err.is_io_error() || err.is_connection_refusal() || err.is_connection_dropped() => {
+        None if err.is_connection_refusal() => DriverError::unavailable(Unreachable {
+            server: server.to_owned(),
+            source: err,
+        }),
+        None if err.is_io_error() || err.is_connection_dropped() => {
             transient("the connection to Redis failed", err)
         }
         None => match err.kind() {
@@ -85,6 +98,44 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration) -> DriverErro
             ),
             _ => transient("the Redis client failed", err),
         },
+    }
+}
+
+/// The server wants a password and got none. Redis answers `NOAUTH` to a short command;
+/// to a longer one from a client that has not authenticated — a script call with its
+/// keys and arguments — it answers a protocol error and closes the connection.
+fn needs_credentials(err: &RedisError) -> bool {
+    err.code() == Some("NOAUTH")
+        || err
+            .detail()
+            .is_some_and(|detail| detail.contains("unauthenticated"))
+}
+
+fn refused_credentials(err: &RedisError) -> bool {
+    err.kind() == ErrorKind::AuthenticationFailed || err.code() == Some("WRONGPASS")
+}
+
+/// Nothing listens at the server's address.
+#[derive(Debug)]
+struct Unreachable {
+    server: String,
+    source: RedisError,
+}
+
+impl fmt::Display for Unreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Redis at {} is unreachable: {}; check that the server runs and that the URL \
+             names its host and port",
+            self.server, self.source
+        )
+    }
+}
+
+impl std::error::Error for Unreachable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
     }
 }
 

@@ -144,16 +144,27 @@ impl<C: Connector> RedisDriver<C> {
         }
     }
 
-    /// Connects if need be and checks that the server answers, to surface a wrong
-    /// address or password at start-up rather than at the first lock.
+    /// Connects if need be and checks that the server serves the namespace, to surface
+    /// a wrong address, a wrong or missing password, a user without access to the
+    /// namespace's keys, or a Redis Cluster node that does not serve the namespace's
+    /// slot at start-up rather than at the first lock.
+    ///
+    /// It reads the namespace's fencing counter (`GET {ns}:fence`): unlike `PING`, a
+    /// command on one of the namespace's keys is answered only by a node that serves its
+    /// slot, and only for a user allowed to read it.
     ///
     /// # Errors
     ///
     /// A [`DriverError`] saying what failed.
     pub async fn ping(&self) -> Result<(), DriverError> {
+        let key = self.inner.settings.fence_key.as_str();
         self.inner
             .bounded(|mut connection| async move {
-                redis::cmd("PING").query_async::<()>(&mut connection).await
+                redis::cmd("GET")
+                    .arg(key)
+                    .query_async::<redis::Value>(&mut connection)
+                    .await
+                    .map(drop)
             })
             .await
     }

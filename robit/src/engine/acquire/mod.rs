@@ -5,6 +5,7 @@
 //! the next is due — woken early by a release — or gives up when the wait runs out.
 
 mod attempt;
+mod failures;
 mod wait;
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use self::attempt::Outcome;
+use self::failures::Failures;
 use super::{Core, Installed, Wait, in_background};
 use crate::driver::{AcquireRequest, OwnerToken, ReleaseWatch, Waiter};
 use crate::error::LockError;
@@ -166,6 +168,7 @@ async fn attempts(
     let mut last_error = None;
     // Whether an attempt found the lock held: then a wait that ends is the holder's doing.
     let mut held_seen = false;
+    let mut failures = Failures::default();
     let mut number: u32 = 0;
     loop {
         let request = plan.request(core);
@@ -199,6 +202,7 @@ async fn attempts(
             }
             Outcome::Failed(error) => {
                 tracing::debug!(target: "robit", %error, "acquire attempt failed; retrying");
+                failures.failed(core, &error, plan.started);
                 last_error = Some(error);
                 core.config.backoff.delay(number, &*core.config.entropy)
             }

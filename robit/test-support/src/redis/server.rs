@@ -32,15 +32,27 @@ impl RedisServer {
         Self::start_with(&[])
     }
 
+    /// A node with Redis Cluster enabled and no slots yet. Its cluster bus gets a free
+    /// port of its own (by default it would be the client port plus 10000, which may be
+    /// past the last port).
+    pub fn start_cluster_node() -> Self {
+        let bus = free_port().to_string();
+        Self::start_with(&["--cluster-enabled", "yes", "--cluster-port", &bus])
+    }
+
+    /// The cluster bus port of a node from [`start_cluster_node`](Self::start_cluster_node),
+    /// for `CLUSTER MEET`.
+    pub fn cluster_bus_port(&self) -> Option<u16> {
+        let at = self.args.iter().position(|arg| arg == "--cluster-port")?;
+        self.args.get(at + 1)?.parse().ok()
+    }
+
     /// A server with extra command-line arguments (`--requirepass secret`, …).
     pub fn start_with(args: &[&str]) -> Self {
         let binary = std::env::var_os("ROBIT_REDIS_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("redis-server"));
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("no free port")
-            .port();
+        let port = free_port();
         let mut server = Self {
             binary,
             dir: tempfile::tempdir().expect("no temp dir"),
@@ -121,11 +133,7 @@ impl RedisServer {
         let ca_file = write("ca.crt", &ca.pem());
         let cert_file = write("server.crt", &server_cert.pem());
         let key_file = write("server.key", &server_key.serialize_pem());
-        let tls_port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("no free port")
-            .port()
-            .to_string();
+        let tls_port = free_port().to_string();
         let mut all = vec![
             "--tls-port",
             &tls_port,
@@ -257,4 +265,12 @@ impl Drop for RedisServer {
             );
         }
     }
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("no free port")
+        .port()
 }
