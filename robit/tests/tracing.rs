@@ -2,10 +2,11 @@
 
 use robit_test_support::kit as common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use common::{AcquireFault, Captured, FaultyDriver, RenewFault, within};
-use robit::{LockError, Mutex, Wait};
+use robit::{Backoff, Entropy, LockError, Mutex, Wait};
 
 #[tokio::test(start_paused = true)]
 async fn acquire_renew_loss_and_release_are_traced_under_the_robit_target() {
@@ -67,6 +68,12 @@ async fn a_lock_that_keeps_failing_warns_with_the_cause_once_then_once_a_minute(
     assert_eq!(warnings(), Vec::<String>::new());
 
     // Failures that go on: one warning once they look persistent, then one a minute.
+    // Attempts every 250 ms exactly (no jitter), so that one falls on each minute mark.
+    let mutex = Mutex::builder("payroll", driver.clone())
+        .backoff(Backoff::new(EVERY, EVERY))
+        .entropy(Arc::new(Highest))
+        .build()
+        .unwrap();
     driver.set_acquire(AcquireFault::FailTransient(u32::MAX));
     let err = mutex
         .lock_with(Wait::Timeout(Duration::from_secs(150)))
@@ -86,5 +93,23 @@ async fn a_lock_that_keeps_failing_warns_with_the_cause_once_then_once_a_minute(
             "the warning does not give the cause: {line}"
         );
     }
-    assert!(warned[0].contains("failures=5"), "{}", warned[0]);
+    // The fifth failure, at 1 s; then the first failure a minute after each warning.
+    for (line, (failures, waiting)) in warned.iter().zip([(5, 1), (245, 61), (485, 121)]) {
+        assert!(
+            line.contains(&format!("failures={failures} waiting={waiting}s ")),
+            "{line}"
+        );
+    }
+}
+
+const EVERY: Duration = Duration::from_millis(250);
+
+/// Always the highest draw: a backoff of exactly its ceiling.
+#[derive(Debug)]
+struct Highest;
+
+impl Entropy for Highest {
+    fn next_u64(&self) -> u64 {
+        u64::MAX
+    }
 }
