@@ -38,6 +38,7 @@
 use robit_test_support::redis as support;
 
 mod other_scripts;
+mod surface;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -133,8 +134,8 @@ fn words(items: &[&str]) -> Vec<String> {
     items.iter().map(|item| (*item).to_owned()).collect()
 }
 
-/// One random step.
-fn step(rng: &mut StdRng) -> Step {
+/// One random step. `arities` as in [`surface::surface`].
+fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
     let name = pick(rng, &NAMES);
     let lock = format!("{{d}}:lock:{name}");
     let queue = format!("{{d}}:queue:{name}");
@@ -156,6 +157,9 @@ fn step(rng: &mut StdRng) -> Step {
     };
     if rng.random_bool(0.15) {
         return other_scripts::other_script(rng, lock, queue);
+    }
+    if rng.random_bool(0.15) {
+        return surface::surface(rng, arities, &lock);
     }
     match rng.random_range(0..100) {
         0..30 => {
@@ -334,7 +338,7 @@ fn show(frame: &Frame) -> String {
 
 /// Runs one seed's sequence on both servers; on the first disagreement, panics with the
 /// seed and the whole sequence so far.
-fn compare(seed: u64, real: &mut Real) -> usize {
+fn compare(seed: u64, real: &mut Real, arities: &[(&str, i64)]) -> usize {
     let mut rng = StdRng::seed_from_u64(seed);
     let sim = RedisState::new();
     let peer = Peer::new("127.0.0.1:1".parse().unwrap(), None);
@@ -369,7 +373,7 @@ fn compare(seed: u64, real: &mut Real) -> usize {
         real_reply
     };
     for _ in 0..STEPS {
-        let step = step(&mut rng);
+        let step = step(&mut rng, arities);
         done.push(step.to_string());
         match step {
             Step::Command(command, check) => {
@@ -421,14 +425,37 @@ fn the_simulated_redis_answers_robits_commands_as_redis_server_does() {
         stream,
         input: Vec::new(),
     };
+    let arities = arities(&mut real);
     let mut total = 0;
     for seed in SEEDS {
         real.call(&[b"FLUSHALL".to_vec()]);
         real.call(&[b"SCRIPT".to_vec(), b"FLUSH".to_vec()]);
-        total += compare(seed, &mut real);
+        total += compare(seed, &mut real, &arities);
     }
     assert!(
         total >= 300 * SEEDS.count(),
         "only {total} commands compared"
     );
+}
+
+/// The arity of each of [`surface::COMMANDS`], as the real server reports it.
+fn arities(real: &mut Real) -> Vec<(&'static str, i64)> {
+    surface::COMMANDS
+        .iter()
+        .map(|&name| {
+            let info = real.call(&[b"COMMAND".to_vec(), b"INFO".to_vec(), name.into()]);
+            match info {
+                Frame::Array(entries) => match entries.first() {
+                    Some(Frame::Array(fields)) => match fields.get(1) {
+                        Some(Frame::Integer(arity)) => (name, *arity),
+                        other => panic!("COMMAND INFO {name}: no arity in {other:?}"),
+                    },
+                    other => {
+                        panic!("COMMAND INFO {name}: redis-server does not know it: {other:?}")
+                    }
+                },
+                other => panic!("COMMAND INFO {name}: {other:?}"),
+            }
+        })
+        .collect()
 }

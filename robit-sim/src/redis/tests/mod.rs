@@ -3,8 +3,10 @@
 //! they share: the keys and ids robit would use, and a backend to call.
 
 mod commands;
+mod grants;
 mod lua;
 mod scripts;
+mod session;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
