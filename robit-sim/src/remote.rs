@@ -178,6 +178,9 @@ impl ServedDriver {
                         Some(left) => format!("HELD {}", left.as_millis()),
                         None => "HELD -".into(),
                     },
+                    Ok(Acquire::Quarantined { left }) => {
+                        format!("QUARANTINED {}", left.as_millis())
+                    }
                     Ok(_) => "ERR unknown outcome".into(),
                     Err(error) => format!("ERR {error}"),
                 }
@@ -361,6 +364,12 @@ impl Driver for RemoteDriver {
             ["HELD", ms] => Ok(Acquire::Held {
                 expires_in: ms.parse().ok().map(Duration::from_millis),
             }),
+            ["QUARANTINED", ms] => match ms.parse() {
+                Ok(ms) => Ok(Acquire::Quarantined {
+                    left: Duration::from_millis(ms),
+                }),
+                Err(_) => Err(DriverError::rejected(format!("malformed reply {reply:?}"))),
+            },
             _ => Err(DriverError::rejected(format!("malformed reply {reply:?}"))),
         }
     }

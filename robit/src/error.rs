@@ -135,6 +135,17 @@ pub enum LockError {
         /// The backend's estimate of when the other grant expires, if it gave one.
         expires_in: Option<Duration>,
     },
+    /// A single attempt found the backend in quarantine: it lost its state (a restart
+    /// without persistence, a flush) and grants nothing until every grant from before
+    /// has run out, since their holders may still believe in them.
+    #[error(
+        "the lock backend grants nothing for {left:?}: it lost its state, and holders from \
+         before may still believe they hold the lock; retry after that, or wait with lock()"
+    )]
+    Quarantined {
+        /// How long the quarantine has left.
+        left: Duration,
+    },
     /// The wait timed out.
     #[error("gave up waiting for the lock after {waited:?}; {}", fmt_why(.last_error))]
     Timeout {

@@ -15,8 +15,8 @@ use common::within;
 use redis::AsyncCommands;
 use robit::redis::{RedisDriver, script_sources};
 use robit::{
-    Acquire, AcquireRequest, Driver, LockName, LossReason, Mutex, OwnerToken, Renewal, UnlockError,
-    Waiter,
+    Acquire, AcquireRequest, Driver, LockError, LockName, LossReason, Mutex, OwnerToken, Renewal,
+    UnlockError, Waiter,
 };
 use support::RedisServer;
 use tokio::time::Instant;
@@ -454,4 +454,42 @@ async fn a_connection_that_silently_stops_answering_is_replaced() {
     .await
     .unwrap();
     guard.unlock().await.unwrap();
+}
+
+// On one thread: the captured log is this thread's.
+#[tokio::test]
+async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it() {
+    let server = RedisServer::start();
+    let captured = common::Captured::default();
+    let _logs = captured.install();
+    let driver = driver(&server, QUARANTINE);
+    let mutex = || {
+        Mutex::builder("quarantined", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap()
+    };
+    // A fresh server: the namespace's counter is missing, as after a loss of state.
+    match mutex().try_lock().await {
+        Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
+        other => panic!("expected a quarantine, got {other:?}"),
+    }
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let mutex = mutex();
+            tokio::spawn(async move { mutex.lock().await.unwrap().unlock().await.unwrap() })
+        })
+        .collect();
+    for waiter in waiters {
+        within(LONG, "a waiter", waiter).await.unwrap();
+    }
+    let warnings: Vec<String> = captured
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains("quarantine ends at"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
+    // The end, as a UTC time: `… ends at 2026-11-24T21:50:02Z; …`.
+    assert!(warnings[0].contains("Z; waiters sleep"), "{}", warnings[0]);
 }

@@ -237,6 +237,13 @@ pub enum Acquire {
         /// When that grant expires unless renewed, if the backend says.
         expires_in: Option<Duration>,
     },
+    /// The backend grants nothing to anyone for `left`: it lost state (a restart without
+    /// persistence, a flush), and a holder from before may still believe in its grant
+    /// until its TTL runs out. A waiter sleeps until then rather than polling.
+    Quarantined {
+        /// How long the quarantine has left.
+        left: Duration,
+    },
 }
 
 impl fmt::Debug for Acquire {
@@ -247,6 +254,9 @@ impl fmt::Debug for Acquire {
                 .debug_struct("Held")
                 .field("expires_in", expires_in)
                 .finish(),
+            Self::Quarantined { left } => {
+                f.debug_struct("Quarantined").field("left", left).finish()
+            }
         }
     }
 }

@@ -56,6 +56,7 @@ mod error;
 mod keys;
 mod lease;
 mod notify;
+mod quarantine;
 mod scripts;
 mod waiters;
 
@@ -78,6 +79,7 @@ use self::answers::{AcquireAnswer, Freed};
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
 use self::notify::Dispatcher;
+use self::quarantine::QuarantineLog;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
 use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
 
@@ -109,6 +111,7 @@ struct Inner<C: Connector> {
     generations: AtomicU64,
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
+    quarantine_log: QuarantineLog,
 }
 
 impl<C: Connector> Drop for Inner<C> {
@@ -140,6 +143,7 @@ impl<C: Connector> RedisDriver<C> {
                 generations: AtomicU64::new(0),
                 connecting: tokio::sync::Mutex::new(()),
                 dispatcher: Arc::default(),
+                quarantine_log: QuarantineLog::default(),
             }),
         }
     }
@@ -239,12 +243,12 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 next,
             }))),
             AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
-            AcquireAnswer::Quarantined { left } => {
-                let quarantine_left_ms = left.map_or(0, |left| left.as_millis());
-                tracing::warn!(target: "robit", lock = %request.name, quarantine_left_ms,
-                    "the namespace's state was lost or is new: no grants until its quarantine ends");
-                Ok(Acquire::Held { expires_in: left })
+            AcquireAnswer::Quarantined { left: Some(left) } => {
+                inner.quarantine_log.seen(&request.name, left);
+                Ok(Acquire::Quarantined { left })
             }
+            // A quarantine key without an expiry, set by hand: it lasts until deleted.
+            AcquireAnswer::Quarantined { left: None } => Ok(Acquire::Held { expires_in: None }),
         }
     }
 

@@ -26,6 +26,8 @@ pub(super) enum Outcome {
         /// When the holder's grant expires, if the driver said.
         expires_in: Option<Duration>,
     },
+    /// The backend grants nothing for `left` (see [`Acquire::Quarantined`]).
+    Quarantined { left: Duration },
     /// The backend failed in a way that a later attempt may not.
     Failed(DriverError),
     /// The attempt ran out of time because the wait itself ended: the backend was given
@@ -40,7 +42,7 @@ pub(super) enum Outcome {
 /// # Errors
 ///
 /// What ends `lock()` at once: [`LockError::Contended`] for a single try that found the
-/// lock held, and [`LockError::Backend`] for a failure no retry can mend (or any, for a
+/// lock held, [`LockError::Quarantined`] for one that found the backend quarantined, and [`LockError::Backend`] for a failure no retry can mend (or any, for a
 /// single try).
 pub(super) async fn one(
     core: &Arc<Core>,
@@ -80,6 +82,10 @@ pub(super) async fn one(
             Err(LockError::Contended { expires_in })
         }
         Ok(Acquire::Held { expires_in }) => Ok(Outcome::Held { expires_in }),
+        Ok(Acquire::Quarantined { left }) if plan.wait == Wait::Try => {
+            Err(LockError::Quarantined { left })
+        }
+        Ok(Acquire::Quarantined { left }) => Ok(Outcome::Quarantined { left }),
         Err(error) if plan.wait == Wait::Try || !error.is_transient() => {
             Err(LockError::Backend(error))
         }

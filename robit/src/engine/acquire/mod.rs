@@ -6,6 +6,7 @@
 
 mod attempt;
 mod failures;
+mod seen;
 mod wait;
 
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use self::attempt::Outcome;
-use self::failures::Failures;
+use self::seen::Seen;
 use super::{Core, Installed, Wait, in_background};
 use crate::driver::{AcquireRequest, OwnerToken, ReleaseWatch, Waiter};
 use crate::error::LockError;
@@ -165,10 +166,7 @@ async fn attempts(
     pending: &mut Pending<'_>,
 ) -> Result<Installed, LockError> {
     let plan = Plan::new(core, wait, pending.started);
-    let mut last_error = None;
-    // Whether an attempt found the lock held: then a wait that ends is the holder's doing.
-    let mut held_seen = false;
-    let mut failures = Failures::default();
+    let mut seen = Seen::default();
     let mut number: u32 = 0;
     loop {
         let request = plan.request(core);
@@ -187,27 +185,27 @@ async fn attempts(
                 return Ok(installed);
             }
             Outcome::TooLate => Duration::ZERO,
-            // The wait is over. Blame the backend's silence only if nothing else explains
-            // the wait: a holder the backend reported, or an earlier failure.
             Outcome::CutShort(error) => {
-                if !held_seen {
-                    last_error.get_or_insert(error);
-                }
+                seen.cut_short(error);
                 Duration::ZERO
             }
             Outcome::Held { expires_in } => {
-                held_seen = true;
+                seen.held();
                 pending.queued.get_or_insert(request);
                 wait::after_held(core, &plan, &released, number, expires_in)
             }
+            // A fair driver queues the waiter during a quarantine too.
+            Outcome::Quarantined { left } => {
+                seen.quarantined(left);
+                pending.queued.get_or_insert(request);
+                wait::after_quarantine(core, &plan, left)
+            }
             Outcome::Failed(error) => {
-                tracing::debug!(target: "robit", %error, "acquire attempt failed; retrying");
-                failures.failed(core, &error, plan.started);
-                last_error = Some(error);
+                seen.failed(core, error, plan.started);
                 core.config.backoff.delay(number, &*core.config.entropy)
             }
         };
-        wait::until_next(core, &plan, released, sent, delay, &mut last_error).await?;
+        wait::until_next(core, &plan, released, sent, delay, &mut seen.last_error).await?;
         number = number.saturating_add(1);
     }
 }

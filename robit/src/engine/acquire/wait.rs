@@ -30,6 +30,16 @@ pub(super) fn after_held(
     expires_in.map_or(delay, |left| delay.min(left))
 }
 
+/// How long to wait after the backend said it grants nothing for `left`: until the
+/// quarantine ends, plus up to one poll interval, so that the waiters do not all ask at
+/// its first instant.
+pub(super) fn after_quarantine(core: &Core, plan: &Plan, left: Duration) -> Duration {
+    let spread = u64::try_from(plan.poll_interval.as_nanos()).unwrap_or(u64::MAX);
+    left.saturating_add(Duration::from_nanos(
+        core.config.entropy.below_or_equal(spread),
+    ))
+}
+
 /// Sleeps `delay` (at least [`MIN_RETRY_DELAY`]) after the attempt sent at `sent`, or
 /// until the lock is released, whichever comes first.
 ///

@@ -50,6 +50,8 @@ pub enum AcquireFault {
     Reject,
     /// Grant on the backend, then hold the reply back this long (once).
     DelayReply(Duration),
+    /// Answer that the backend is quarantined until this instant, then pass through.
+    QuarantinedUntil(tokio::time::Instant),
 }
 
 #[derive(Debug)]
@@ -184,6 +186,12 @@ impl Driver for FaultyDriver {
                 )));
             }
             AcquireFault::Reject => return Err(DriverError::rejected("WRONGPASS")),
+            AcquireFault::QuarantinedUntil(until) => {
+                let now = tokio::time::Instant::now();
+                if now < until {
+                    return Ok(Acquire::Quarantined { left: until - now });
+                }
+            }
             AcquireFault::None | AcquireFault::DelayReply(_) => {}
         }
         let answer = self.local.acquire(request).await?;

@@ -1,0 +1,89 @@
+//! Telling the operator of a quarantine: once per quarantine per driver, with when it
+//! ends, however many waiters run into it.
+
+use std::sync::{Mutex as StdMutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+
+use crate::driver::LockName;
+
+/// A quarantine seen to end later than the one already reported by more than this is a
+/// new one (the state was lost again): the answers' own timing varies by far less.
+const NEW_AFTER: Duration = Duration::from_secs(1);
+
+/// When the quarantine last reported ends.
+#[derive(Debug, Default)]
+pub(super) struct QuarantineLog {
+    reported_until: StdMutex<Option<Instant>>,
+}
+
+impl QuarantineLog {
+    /// An acquire of `name` found the namespace quarantined for `left`: warns, unless
+    /// this quarantine was reported already.
+    pub(super) fn seen(&self, name: &LockName, left: Duration) {
+        let now = Instant::now();
+        let until = now + left;
+        {
+            let mut reported = self
+                .reported_until
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if reported.is_some_and(|end| now < end && until <= end + NEW_AFTER) {
+                return;
+            }
+            *reported = Some(until);
+        }
+        let ends = rfc3339(SystemTime::now() + left);
+        tracing::warn!(
+            target: "robit",
+            lock = %name,
+            quarantine_left_ms = left.as_millis(),
+            "the namespace's state was lost or is new: no grants until its quarantine ends at {ends}; waiters sleep until then",
+        );
+    }
+}
+
+/// `at` as `YYYY-MM-DDTHH:MM:SSZ`, in UTC.
+fn rfc3339(at: SystemTime) -> String {
+    let seconds = at.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+    let (days, time) = (seconds / 86_400, seconds % 86_400);
+    let (year, month, day) = civil(i64::try_from(days).unwrap_or(i64::MAX));
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        time / 3600,
+        time / 60 % 60,
+        time % 60
+    )
+}
+
+/// The Gregorian date `days` after 1970-01-01 (H. Hinnant's `civil_from_days`).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        year,
+        u32::try_from(month).unwrap_or(1),
+        u32::try_from(day).unwrap_or(1),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_written_in_rfc_3339_utc() {
+        let at = |seconds| UNIX_EPOCH + Duration::from_secs(seconds);
+        assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(at(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(at(1_795_560_671)), "2026-11-24T22:51:11Z");
+    }
+}
