@@ -67,3 +67,19 @@ async fn a_wait_that_ends_in_a_quarantine_names_it() {
     // last try as the wait ends.
     assert_eq!(calls(&driver), 2);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_outlasts_the_quarantine_and_ends_behind_a_holder_names_the_holder() {
+    let driver = FaultyDriver::new();
+    let holder = Mutex::builder("ledger", driver.clone()).build().unwrap();
+    let _guard = holder.lock().await.unwrap();
+    driver.set_acquire(AcquireFault::QuarantinedUntil(
+        Instant::now() + Duration::from_secs(1),
+    ));
+    let waiter = Mutex::builder("ledger", driver.clone()).build().unwrap();
+    let error = waiter
+        .lock_with(Wait::Timeout(Duration::from_secs(5)))
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("holder keeps it"), "{error}");
+}
