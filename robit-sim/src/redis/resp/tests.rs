@@ -127,6 +127,37 @@ fn malformed_input_is_an_error_that_says_what_was_wrong() {
         RespError::NotBulk(1).to_string(),
         "expected '$' (a bulk string) in a command, got 0x01"
     );
+    assert_eq!(
+        RespError::UnknownType(b' ').to_string(),
+        "expected a frame type (one of + - : $ *), got ' '"
+    );
+}
+
+#[test]
+fn an_inline_command_may_be_exactly_as_long_as_the_longest_line() {
+    let longest = format!("ECHO {}\r\n", "x".repeat(MAX_LINE_LEN - 6));
+    assert_eq!(longest.find('\n'), Some(MAX_LINE_LEN));
+    let Ok(Some((command, used))) = decode_command(longest.as_bytes()) else {
+        panic!("the longest line was refused");
+    };
+    assert_eq!((command.len(), used), (2, longest.len()));
+    let longer = format!("ECHO {}\r\n", "x".repeat(MAX_LINE_LEN - 5));
+    assert_eq!(
+        decode_command(longer.as_bytes()),
+        Err(RespError::LineTooLong)
+    );
+}
+
+#[test]
+fn a_bulk_string_of_a_mebibyte_is_taken_whole() {
+    let value = vec![b'x'; 1024 * 1024];
+    let frame = Frame::Array(vec![
+        Frame::bulk("SET"),
+        Frame::bulk("k"),
+        Frame::bulk(&value),
+    ]);
+    let bytes = frame.to_bytes();
+    assert_eq!(decode(&bytes), Ok(Some((frame, bytes.len()))));
 }
 
 #[test]

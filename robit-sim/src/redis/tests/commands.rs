@@ -65,6 +65,35 @@ fn a_subscribed_connection_takes_only_subscription_commands_and_pings() {
         vec![Frame::ok()]
     );
     assert!(matches!(&send(&["HELLO", "3"]).1[..], [Frame::Error(e)] if e.starts_with(b"NOPROTO")));
+    // Refused by design, with an error that says so (not that it needs a connection).
+    assert!(matches!(&send(&["PSUBSCRIBE", "t:*"]).1[..],
+        [Frame::Error(e)] if e.ends_with(b"does not support pattern subscriptions")));
     assert_eq!(send(&["SELECT", "0"]).1, vec![Frame::ok()]);
     assert_eq!(send(&["QUIT"]), (Next::Close, vec![Frame::ok()]));
+}
+
+#[test]
+fn set_s_expiry_options_set_exactly_the_time_asked_for() {
+    let backend = Backend::new();
+    for (unit, amount, ms) in [
+        ("EX", "60", 60_000),
+        ("PX", "60000", 60_000),
+        ("ex", "1", 1_000),
+    ] {
+        assert_eq!(
+            backend.run(at(5), &["SET", "k", "v", unit, amount]),
+            Frame::ok()
+        );
+        assert_eq!(
+            backend.run(at(5), &["PTTL", "k"]),
+            int(ms),
+            "SET {unit} {amount}"
+        );
+    }
+    // Seconds that overflow in milliseconds are refused, as by Redis.
+    let too_long = (i64::MAX / 1000 + 1).to_string();
+    assert_eq!(
+        backend.run(at(5), &["SET", "k", "v", "EX", &too_long]),
+        Frame::error("ERR invalid expire time in 'set' command")
+    );
 }

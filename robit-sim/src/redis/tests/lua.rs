@@ -235,6 +235,13 @@ fn math_random_draws_from_redis_s_generator() {
     // Redis 7 answers 525 too: its generator, seeded with 5.
     let seeded = "math.randomseed(5) return math.random(1000)";
     assert_eq!(eval(&backend, seeded, &[], &[]), int(525));
+    // So does it to these, the bounds included (a range of one is its only value).
+    let draws = "math.randomseed(5) return {math.random(1), math.random(3, 3), \
+                 math.random(10, 20), math.random(-5, 5), math.random(7)}";
+    assert_eq!(
+        eval(&backend, draws, &[], &[]),
+        Frame::Array([1, 3, 18, -3, 4].map(int).to_vec())
+    );
     // One sequence for all the server's scripts: the next draw is another number.
     let next = eval(&backend, "return math.random(1000000)", &[], &[]);
     let again = eval(&backend, "return math.random(1000000)", &[], &[]);
