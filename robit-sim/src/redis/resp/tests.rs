@@ -149,8 +149,8 @@ fn an_inline_command_may_be_exactly_as_long_as_the_longest_line() {
 }
 
 #[test]
-fn a_bulk_string_of_a_mebibyte_is_taken_whole() {
-    let value = vec![b'x'; 1024 * 1024];
+fn a_bulk_string_of_four_mebibytes_is_taken_whole() {
+    let value = vec![b'x'; 4 * 1024 * 1024];
     let frame = Frame::Array(vec![
         Frame::bulk("SET"),
         Frame::bulk("k"),

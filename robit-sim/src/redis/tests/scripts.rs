@@ -250,3 +250,17 @@ fn a_call_that_fails_midway_keeps_the_writes_made_before_it() {
     assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk(&counter));
     assert!(backend.kinds().is_empty());
 }
+
+#[test]
+fn each_of_robit_s_scripts_is_named_as_its_own_text_names_it() {
+    for kind in RobitScript::ALL {
+        let mut title = kind.name().to_owned();
+        title[..1].make_ascii_uppercase();
+        assert!(
+            kind.source().contains(&format!("\n-- {title}: "))
+                || kind.source().starts_with(&format!("-- {title}: ")),
+            "{kind:?} is named {:?}",
+            kind.name()
+        );
+    }
+}
