@@ -525,21 +525,26 @@ async fn the_local_driver_refuses_a_ttl_it_cannot_represent_with_an_error() {
     assert!(lease.renew(Duration::MAX).await.is_err());
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_wait_that_ends_during_an_unanswered_attempt_blames_the_holder_not_the_backend() {
+/// A `lock()` waiting up to `limit` whose first attempt finds the lock held and whose
+/// later attempts get no answer for a minute; its error.
+async fn wait_behind_a_holder_then_unanswered(limit: Duration) -> LockError {
     let driver = FaultyDriver::new();
     let holder = mutex(driver.clone());
     let _guard = holder.lock().await.unwrap();
     let waiter = mutex(driver.clone());
-    let limit = Duration::from_millis(500);
     let waiting = tokio::spawn(async move { waiter.lock_with(Wait::Timeout(limit)).await });
-    // The first attempt finds the lock held; the next one's answer never comes in time.
     settle().await;
     driver.set_acquire(AcquireFault::DelayReply(Duration::from_secs(60)));
-    let err = within(Duration::from_secs(5), "the wait's end", waiting)
+    within(Duration::from_secs(5), "the wait's end", waiting)
         .await
         .unwrap()
-        .unwrap_err();
+        .unwrap_err()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_wait_that_ends_during_an_unanswered_attempt_blames_the_holder_not_the_backend() {
+    // The next attempt's answer never comes in time.
+    let err = wait_behind_a_holder_then_unanswered(Duration::from_millis(500)).await;
     assert!(
         matches!(
             err,
@@ -558,20 +563,9 @@ async fn a_wait_that_ends_during_an_unanswered_attempt_blames_the_holder_not_the
 
 #[tokio::test(start_paused = true)]
 async fn an_attempt_that_times_out_in_full_is_reported_even_after_the_lock_was_seen_held() {
-    let driver = FaultyDriver::new();
-    let holder = mutex(driver.clone());
-    let _guard = holder.lock().await.unwrap();
-    let waiter = mutex(driver.clone());
-    let limit = Duration::from_secs(3);
-    let waiting = tokio::spawn(async move { waiter.lock_with(Wait::Timeout(limit)).await });
-    // The first attempt finds the lock held; the next one's answer takes longer than an
-    // attempt may (the renew timeout, TTL/3), well inside the wait: the backend failed.
-    settle().await;
-    driver.set_acquire(AcquireFault::DelayReply(Duration::from_secs(60)));
-    let err = within(Duration::from_secs(5), "the wait's end", waiting)
-        .await
-        .unwrap()
-        .unwrap_err();
+    // The next attempt's answer takes longer than an attempt may (the renew timeout,
+    // TTL/3), well inside the wait: the backend failed.
+    let err = wait_behind_a_holder_then_unanswered(Duration::from_secs(3)).await;
     assert!(
         matches!(
             err,

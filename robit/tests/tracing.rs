@@ -5,8 +5,8 @@ use robit_test_support::kit as common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{AcquireFault, Captured, FaultyDriver, RenewFault, within};
-use robit::{Backoff, Entropy, LockError, Mutex, Wait};
+use common::{AcquireFault, Captured, FaultyDriver, Highest, RenewFault, within};
+use robit::{Backoff, LockError, Mutex, Wait};
 
 #[tokio::test(start_paused = true)]
 async fn acquire_renew_loss_and_release_are_traced_under_the_robit_target() {
@@ -103,13 +103,3 @@ async fn a_lock_that_keeps_failing_warns_with_the_cause_once_then_once_a_minute(
 }
 
 const EVERY: Duration = Duration::from_millis(250);
-
-/// Always the highest draw: a backoff of exactly its ceiling.
-#[derive(Debug)]
-struct Highest;
-
-impl Entropy for Highest {
-    fn next_u64(&self) -> u64 {
-        u64::MAX
-    }
-}

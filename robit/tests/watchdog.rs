@@ -6,7 +6,7 @@ use robit_test_support::kit as common;
 use std::time::Duration;
 
 use common::settle;
-use robit::{LocalDriver, LockError, Mutex};
+use robit::{Guard, LocalDriver, LockError, Mutex};
 use tokio::runtime::{Builder, Runtime};
 
 const TTL: Duration = Duration::from_secs(3);
@@ -17,6 +17,15 @@ fn paused_runtime() -> Runtime {
         .start_paused(true)
         .build()
         .unwrap()
+}
+
+/// A mutex of `driver` holding the lock, its watchdog on `runtime`.
+fn held_on(runtime: &Runtime, driver: &LocalDriver) -> (Mutex, Guard) {
+    runtime.block_on(async {
+        let mutex = mutex(driver);
+        let guard = mutex.lock().await.unwrap();
+        (mutex, guard)
+    })
 }
 
 fn mutex(driver: &LocalDriver) -> Mutex {
@@ -151,11 +160,7 @@ fn a_watchdog_replaced_by_one_on_another_runtime_is_stopped() {
 fn a_guard_dropped_after_its_watchdog_runtime_shut_down_still_releases() {
     let first = paused_runtime();
     let driver = LocalDriver::new();
-    let (mutex, guard) = first.block_on(async {
-        let mutex = mutex(&driver);
-        let guard = mutex.lock().await.unwrap();
-        (mutex, guard)
-    });
+    let (mutex, guard) = held_on(&first, &driver);
     // The watchdog goes with its runtime.
     drop(first);
 
@@ -185,11 +190,7 @@ fn a_guard_dropped_on_another_runtime_releases_there_while_the_first_sits_idle()
     let first = paused_runtime();
     let driver = LocalDriver::new();
     // The watchdog lives on the first runtime, which is then left alive but not run.
-    let (holder, guard) = first.block_on(async {
-        let holder = mutex(&driver);
-        let guard = holder.lock().await.unwrap();
-        (holder, guard)
-    });
+    let (holder, guard) = held_on(&first, &driver);
 
     let second = paused_runtime();
     second.block_on(async {
@@ -237,11 +238,7 @@ fn a_guard_dropped_outside_any_runtime_is_released_by_its_watchdog_when_its_runt
 fn a_release_left_to_a_watchdog_whose_runtime_then_shut_down_runs_when_the_mutex_goes() {
     let first = paused_runtime();
     let driver = LocalDriver::new();
-    let (holder, guard) = first.block_on(async {
-        let holder = mutex(&driver);
-        let guard = holder.lock().await.unwrap();
-        (holder, guard)
-    });
+    let (holder, guard) = held_on(&first, &driver);
     // Dropped outside any runtime, the guard leaves its release to the watchdog, which
     // goes with its runtime before it gets to run.
     drop(guard);

@@ -42,8 +42,8 @@ pub(super) enum Outcome {
 /// # Errors
 ///
 /// What ends `lock()` at once: [`LockError::Contended`] for a single try that found the
-/// lock held, [`LockError::Quarantined`] for one that found the backend quarantined, and [`LockError::Backend`] for a failure no retry can mend (or any, for a
-/// single try).
+/// lock held, [`LockError::Quarantined`] for one that found the backend quarantined, and
+/// [`LockError::Backend`] for a failure no retry can mend (or any, for a single try).
 pub(super) async fn one(
     core: &Arc<Core>,
     runtime: &tokio::runtime::Handle,
