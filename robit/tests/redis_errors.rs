@@ -103,8 +103,8 @@ async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     // Exactly the permissions docs/redis.md lists: keys, channel, and commands (those the
     // scripts call are checked too).
     let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping \
-                       +get +set +del +pexpire +pttl +incr +time +publish \
-                       +lindex +lpos +rpush +lpop +lrem";
+                       +get +set +del +getdel +pexpireat +pttl +time +publish \
+                       +lpos +rpush +lpop +lrem +llen +lindex";
     let mut setuser = redis::cmd("ACL");
     setuser.arg("SETUSER").arg("locker").arg("on").arg(">pa55");
     for permission in permissions.split_whitespace() {

@@ -213,12 +213,21 @@ async fn when_a_holder_expires_the_longest_waiting_waiter_goes_first() {
         driver.acquire(&waiter).await.unwrap(),
         Acquire::Held { .. }
     ));
-    let _: () = server
-        .admin()
+    // As if expired: the grant's end is long past, and the key lives on for the queue.
+    let mut admin = server.admin().await;
+    let value: String = admin.get("{robit}:lock:expired").await.unwrap();
+    let owner = value.split(':').next().unwrap();
+    assert_eq!(
+        value,
+        format!("{owner}:{}:q", value.split(':').nth(1).unwrap())
+    );
+    let _: () = redis::cmd("SET")
+        .arg("{robit}:lock:expired")
+        .arg(format!("{owner}:1:q"))
+        .arg("KEEPTTL")
+        .query_async(&mut admin)
         .await
-        .del("{robit}:lock:expired")
-        .await
-        .unwrap(); // as if expired
+        .unwrap();
     // A newcomer (a single try, or another waiter) finds the lock free but must not
     // barge in ahead of the queue.
     assert!(matches!(

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::within;
 use redis::AsyncCommands;
-use robit::redis::{RedisDriver, script_sources};
+use robit::redis::{FirstUse, RedisDriver, script_sources};
 use robit::{
     Acquire, AcquireRequest, Driver, LockError, LockName, LossReason, Mutex, OwnerToken, Renewal,
     UnlockError, Waiter,
@@ -462,14 +462,19 @@ async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it
     let server = RedisServer::start();
     let captured = common::Captured::default();
     let _logs = captured.install();
-    let driver = driver(&server, QUARANTINE);
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(QUARANTINE)
+        .first_use(FirstUse::Quarantine)
+        .build()
+        .unwrap();
     let mutex = || {
         Mutex::builder("quarantined", driver.clone())
             .ttl(TTL)
             .build()
             .unwrap()
     };
-    // A fresh server: the namespace's counter is missing, as after a loss of state.
+    // A fresh server: the namespace's counter is missing, as after a loss of state, and
+    // this driver takes no missing namespace for a new one.
     match mutex().try_lock().await {
         Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
         other => panic!("expected a quarantine, got {other:?}"),
@@ -492,4 +497,64 @@ async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it
     assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
     // The end, as a UTC time: `… ends at 2026-11-24T21:50:02Z; …`.
     assert!(warnings[0].contains("Z; waiters sleep"), "{}", warnings[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_lock_on_a_fresh_server_is_granted_at_once() {
+    let server = RedisServer::start();
+    let mutex = Mutex::builder("first", driver(&server, QUARANTINE))
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let guard = within(LONG, "the first lock", mutex.lock()).await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_without_persistence_only_a_driver_that_never_saw_the_namespace_creates_it()
+{
+    let mut server = RedisServer::start();
+    let seen = driver(&server, QUARANTINE);
+    let mutex = |driver: &RedisDriver| {
+        Mutex::builder("restarted", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap()
+    };
+    mutex(&seen).lock().await.unwrap().unlock().await.unwrap();
+    tokio::task::block_in_place(|| server.restart());
+    // Its connection broke with the restart: the next call reconnects.
+    let _ = seen.ping().await;
+    let strict = RedisDriver::builder(&server.url())
+        .quarantine(QUARANTINE)
+        .first_use(FirstUse::Quarantine)
+        .build()
+        .unwrap();
+    // The driver that saw the namespace, and a strict one, find it lost.
+    for driver in [&seen, &strict] {
+        match within(LONG, "a try", mutex(driver).try_lock()).await {
+            Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
+            other => panic!("expected a quarantine, got {other:?}"),
+        }
+    }
+    // A quarantine running is honoured by a driver that never saw the namespace.
+    let new = driver(&server, QUARANTINE);
+    assert!(matches!(
+        mutex(&new).try_lock().await,
+        Err(LockError::Quarantined { .. })
+    ));
+    // The trade-off of FirstUse::Create: had the namespace not been quarantined by then,
+    // a new driver would have taken it for a new one.
+    tokio::task::block_in_place(|| server.restart());
+    let newer = driver(&server, QUARANTINE);
+    mutex(&newer)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
 }

@@ -174,8 +174,10 @@ fn acquire_args(waiter: bool, quarantine: &str) -> Vec<Vec<u8>> {
     } else {
         (String::new(), String::new(), "0")
     };
+    // A driver's first acquire: it has not seen the namespace, and a waiter's first
+    // attempt is not queued yet.
     [
-        OWNER_HEX, "1501", &id, &entry, queue_ttl, CHANNEL, "251", quarantine,
+        OWNER_HEX, "1501", &id, &entry, queue_ttl, CHANNEL, "251", quarantine, "0", "0",
     ]
     .map(|arg| arg.as_bytes().to_vec())
     .to_vec()
@@ -349,7 +351,7 @@ async fn release_sends_what_redis_script_sends() {
             expected(
                 script_sources::RELEASE,
                 &lock_and_queue(),
-                &args(&[OWNER_HEX, CHANNEL, "251"]),
+                &args(&[OWNER_HEX, CHANNEL, "251", "0"]),
                 &replies_for,
             )
             .await,
@@ -422,7 +424,7 @@ async fn names_of_any_length_are_sent_whole() {
             expected(
                 script_sources::RELEASE,
                 &[lock, queue],
-                &args(&[OWNER_HEX, CHANNEL, "251"]),
+                &args(&[OWNER_HEX, CHANNEL, "251", "0"]),
                 &replies[2..],
             )
             .await,

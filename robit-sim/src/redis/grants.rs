@@ -1,16 +1,19 @@
-//! The lock events, derived from what each command does to a lock's key — whether a
-//! client sent it or a script called it, whatever the script.
+//! The lock events, derived from what each command a client sends does to a lock's key —
+//! a plain command, or a script as a whole, whatever the script.
 //!
-//! This is the one place that knows robit's on-server format (robit's `redis/keys.rs`):
-//! a lock lives at `{<namespace>}:lock:<name>`, holding its owner's token while granted
-//! or `W<waiter id>` while reserved for a waiter, and the namespace's fencing counter
-//! at `{<namespace>}:fence`. A command that writes a lock's key is looked at before and
-//! after it runs:
+//! This is the one place that knows robit's on-server format (robit's `redis/keys.rs`
+//! and `scripts/common.lua`): a lock lives at `{<namespace>}:lock:<name>`, holding
+//! `<owner>:<until>` while granted or `W<waiter id>:<until>` while reserved for a waiter
+//! (either perhaps followed by `:q`, the key then living past `<until>` for the queue),
+//! and the namespace's last fencing token at `{<namespace>}:fence`. A value of another
+//! form is taken as someone's grant until the key expires. A command that writes a lock's
+//! key — for a script, any lock key among its keys — is looked at before and after it
+//! runs:
 //!
-//! - an owner's token written where there was none (or another) is a grant, with the
-//!   counter's value as its fencing token and the key's time to live;
-//! - the same owner's token with a new expiry is a renewal;
-//! - an owner's token gone or replaced (deleted, expired at once, handed to a waiter,
+//! - an owner written where there was none (or another) is a grant, with the counter's
+//!   value as its fencing token, until `<until>`;
+//! - the same owner with a new `<until>` is a renewal;
+//! - an owner gone or replaced (deleted, expired at once, handed to a waiter,
 //!   overwritten, flushed) is a release.
 //!
 //! An expiry that simply runs out is not an event: it follows from the last TTL.
@@ -34,7 +37,7 @@ pub(crate) struct Watched {
     before: Option<Grant>,
 }
 
-/// An owner's token in a lock's key, and the key's expiry (Unix ms).
+/// An owner in a lock's key, and when its grant ends (Unix ms).
 #[derive(Debug, PartialEq, Eq)]
 struct Grant {
     owner: Vec<u8>,
@@ -65,15 +68,41 @@ fn fence_key(key: &[u8]) -> Vec<u8> {
     [&key[..=close], b":fence"].concat()
 }
 
+/// A lock key's value as robit writes it: `W` for a reservation, an id of hex digits,
+/// `:`, when it ends, and perhaps `:q`.
+fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
+    let value = value.strip_suffix(b":q").unwrap_or(value);
+    let (reserved, value) = match value.strip_prefix(b"W") {
+        Some(rest) => (true, rest),
+        None => (false, value),
+    };
+    let colon = value.iter().position(|&b| b == b':')?;
+    let (id, until) = (&value[..colon], &value[colon + 1..]);
+    let hex = !id.is_empty() && id.iter().all(u8::is_ascii_hexdigit);
+    let digits = !until.is_empty() && until.iter().all(u8::is_ascii_digit);
+    (hex && digits).then_some((reserved, id, parse_integer(until)?))
+}
+
 /// The grant in the lock's key at `key`, if an owner holds it.
 fn grant(exec: &mut Exec<'_>, key: &[u8]) -> Option<Grant> {
     let now = exec.ms();
-    let owner = exec.data.get(key, now).ok()??;
-    if owner.first() == Some(&b'W') {
-        return None; // reserved for a waiter
+    let value = exec.data.get(key, now).ok()??;
+    let key_expiry = exec.data.expiry(key, now)?;
+    match parse(&value) {
+        // A reservation is nobody's grant; a grant that has ended lives on only for the
+        // queue.
+        Some((true, ..)) => None,
+        Some((false, _, until)) if until <= now => None,
+        Some((false, owner, until)) => Some(Grant {
+            owner: owner.to_vec(),
+            expires_at: Some(until),
+        }),
+        None if value.first() == Some(&b'W') => None,
+        None => Some(Grant {
+            owner: value,
+            expires_at: key_expiry,
+        }),
     }
-    let expires_at = exec.data.expiry(key, now)?;
-    Some(Grant { owner, expires_at })
 }
 
 /// A quarantine `name` (a SET, with its arguments `args`) has just written, if any.
@@ -100,12 +129,14 @@ pub(crate) fn quarantine(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) {
 /// The locks' keys `name` may write, and their grants before it runs.
 pub(crate) fn watch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Vec<Watched> {
     let keys: Vec<Vec<u8>> = match name {
-        "set" | "pexpire" | "incr" => args.get(1).into_iter().cloned().collect(),
-        "del" => {
-            let mut keys = args[1..].to_vec();
-            keys.sort();
-            keys.dedup();
-            keys
+        "set" | "pexpire" | "pexpireat" | "incr" | "getdel" => {
+            args.get(1).into_iter().cloned().collect()
+        }
+        "del" => distinct(&args[1..]),
+        "eval" | "evalsha" => {
+            let count = args.get(2).and_then(|n| parse_integer(n));
+            let count = count.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+            distinct(args.get(3..3 + count).unwrap_or_default())
         }
         "flushall" => exec.data.keys(exec.ms()),
         _ => return Vec::new(),
@@ -117,6 +148,13 @@ pub(crate) fn watch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Vec<Wa
             Watched { key, before }
         })
         .collect()
+}
+
+fn distinct(keys: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut keys = keys.to_vec();
+    keys.sort();
+    keys.dedup();
+    keys
 }
 
 /// Reports what the command did to the watched keys.
@@ -171,12 +209,13 @@ fn remaining(exec: &Exec<'_>, expires_at: Option<i64>) -> Duration {
     })
 }
 
-/// The value of the counter of the lock's namespace (0 if it is not a number).
+/// The last token of the lock's namespace (0 if it is not a number); a `q` after it
+/// marks a quarantine.
 fn fence(exec: &mut Exec<'_>, key: &[u8]) -> i64 {
     let now = exec.ms();
     let value = exec.data.get(&fence_key(key), now).ok().flatten();
     value
-        .and_then(|value| parse_integer(&value))
+        .and_then(|value| parse_integer(value.strip_suffix(b"q").unwrap_or(&value)))
         .unwrap_or_default()
 }
 
@@ -195,5 +234,24 @@ mod tests {
         assert!(!is_quarantine(b"{ns}:quarantine:x"));
         assert!(!is_quarantine(b"{ns}:lock:quarantine"));
         assert_eq!(fence_key(b"{ns}:lock:{odd}:name"), b"{ns}:fence");
+    }
+
+    #[test]
+    fn a_lock_value_is_parsed_as_robit_writes_it_and_nothing_else_is() {
+        assert_eq!(parse(b"0af:1700"), Some((false, &b"0af"[..], 1700)));
+        assert_eq!(parse(b"0af:1700:q"), Some((false, &b"0af"[..], 1700)));
+        assert_eq!(parse(b"W0af:1700:q"), Some((true, &b"0af"[..], 1700)));
+        for odd in [
+            &b"0af"[..],
+            b"0af:",
+            b":1700",
+            b"0ag:1700",
+            b"0af:17x0",
+            b"0af:1700:r",
+            b"W:1700",
+            b"0af:1700:q:q",
+        ] {
+            assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use robit::Driver;
-use robit::redis::RedisDriver;
+use robit::redis::{FirstUse, RedisDriver};
 use turmoil::Sim;
 
 use super::BACKEND;
@@ -196,8 +196,12 @@ impl ClientDriver {
                 quarantine,
                 command_timeout,
             } => Arc::new(
+                // Strict about first use: a client process that starts after a loss of
+                // state would otherwise take the namespace for a new one (docs/safety.md,
+                // "First use"), and the checkers hold every client to the promises.
                 RedisDriver::with_connector(SimConnector::new(BACKEND, DEFAULT_PORT))
                     .quarantine(*quarantine)
+                    .first_use(FirstUse::Quarantine)
                     .command_timeout(*command_timeout)
                     .build()?,
             ),

@@ -81,6 +81,9 @@ enum Check {
     Fence,
     Time,
     AcquireReply,
+    /// A lock key's value: `<id>:<until>` and perhaps `:q`, `<until>` on the server's
+    /// clock.
+    LockValue,
 }
 
 /// One step of a sequence.
@@ -142,7 +145,9 @@ fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
     let waiter = pick(rng, &WAITERS);
     let entry = format!("{waiter}:{}", pick(rng, &["100", "40000"]));
     let handoff = pick(rng, &["30000", "60000"]).to_owned();
-    let ttl = pick(rng, &["60000", "60000", "120000", "120000", "0"]).to_owned();
+    // "-5": a grant that ended before it was made (a 0 would end within the millisecond,
+    // at an instant the two servers' clocks do not share).
+    let ttl = pick(rng, &["60000", "60000", "120000", "120000", "-5"]).to_owned();
     let script = |script: RobitScript, keys, args, rng: &mut StdRng| Step::Script {
         name: script.name(),
         text: script.source(),
@@ -177,6 +182,8 @@ fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
                 CHANNEL.to_owned(),
                 handoff,
                 pick(rng, &["0", "0", "0", "45000"]).to_owned(),
+                pick(rng, &["0", "1"]).to_owned(),
+                pick(rng, &["0", "1"]).to_owned(),
             ];
             let keys = vec![lock, queue, FENCE.to_owned(), QUARANTINE.to_owned()];
             script(RobitScript::Acquire, keys, args, rng)
@@ -188,7 +195,13 @@ fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
             rng,
         ),
         42..54 => {
-            let args = vec![pick(rng, &OWNERS).to_owned(), CHANNEL.to_owned(), handoff];
+            let careful = pick(rng, &["0", "0", "1"]).to_owned();
+            let args = vec![
+                pick(rng, &OWNERS).to_owned(),
+                CHANNEL.to_owned(),
+                handoff,
+                careful,
+            ];
             script(RobitScript::Release, vec![lock, queue], args, rng)
         }
         54..62 => {
@@ -219,7 +232,7 @@ fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
 fn inspect(rng: &mut StdRng, lock: &str, queue: &str) -> Step {
     let key = pick(rng, &[lock, queue, QUARANTINE]);
     match rng.random_range(0..9) {
-        0 => Step::Command(words(&["GET", lock]), Check::Exact),
+        0 => Step::Command(words(&["GET", lock]), Check::LockValue),
         1 => Step::Command(words(&["GET", FENCE]), Check::Fence),
         2 => Step::Command(words(&["GET", QUARANTINE]), Check::Exact),
         3 | 4 => Step::Command(words(&["PTTL", key]), Check::Remaining),
@@ -288,8 +301,24 @@ impl Labels {
     }
 }
 
+/// A lock key's value with its end replaced by the time left until it (`now_ms`: the
+/// server's clock), or `None` if it is not of that form.
+fn lock_value(bytes: &[u8], now_ms: i64) -> Option<(String, i64)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let (id, rest) = text.split_once(':')?;
+    let (until, suffix) = rest.split_once(':').unwrap_or((rest, ""));
+    let until: i64 = until.parse().ok()?;
+    Some((format!("{id}:<until>:{suffix}"), until - now_ms))
+}
+
 /// A reply, readable, with fencing tokens labelled and remaining times kept apart.
-fn normalise(frame: &Frame, check: Check, labels: &mut Labels) -> (String, Option<i64>) {
+/// `now_ms` is the server's clock when it ran the command (Unix ms).
+fn normalise(
+    frame: &Frame,
+    check: Check,
+    labels: &mut Labels,
+    now_ms: i64,
+) -> (String, Option<i64>) {
     let number = |frame: &Frame| match frame {
         Frame::Integer(value) => Some(*value),
         Frame::Bulk(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
@@ -299,6 +328,18 @@ fn normalise(frame: &Frame, check: Check, labels: &mut Labels) -> (String, Optio
         (Check::Remaining, Frame::Integer(ms)) if *ms >= 0 => ("remaining".into(), Some(*ms)),
         (Check::Fence, _) if number(frame).is_some() => {
             (labels.label(number(frame).unwrap()), None)
+        }
+        // A token marked for a quarantine.
+        (Check::Fence, Frame::Bulk(bytes))
+            if bytes.ends_with(b"q")
+                && number(&Frame::bulk(&bytes[..bytes.len() - 1])).is_some() =>
+        {
+            let token = number(&Frame::bulk(&bytes[..bytes.len() - 1])).unwrap();
+            (format!("{} q", labels.label(token)), None)
+        }
+        (Check::LockValue, Frame::Bulk(bytes)) if lock_value(bytes, now_ms).is_some() => {
+            let (shape, left) = lock_value(bytes, now_ms).unwrap();
+            (shape, Some(left))
         }
         (Check::Time, Frame::Array(parts))
             if parts.len() == 2 && parts.iter().all(|p| number(p).is_some()) =>
@@ -319,6 +360,11 @@ fn normalise(frame: &Frame, check: Check, labels: &mut Labels) -> (String, Optio
         },
         _ => (show(frame), None),
     }
+}
+
+fn unix_ms(at: std::time::SystemTime) -> i64 {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
 }
 
 fn show(frame: &Frame) -> String {
@@ -349,11 +395,13 @@ fn compare(seed: u64, real: &mut Real, arities: &[(&str, i64)]) -> usize {
     let mut both = |command: Vec<String>, check: Check, done: &mut Vec<String>| -> Frame {
         let command: Vec<Vec<u8>> = command.into_iter().map(String::into_bytes).collect();
         let now = start.elapsed();
+        let real_now = unix_ms(std::time::SystemTime::now());
         let real_reply = real.call(&command);
         let sim_reply = sim.execute(&peer, now, &command);
+        let sim_now = unix_ms(std::time::UNIX_EPOCH + robit_sim::redis::EPOCH + now);
         sent += 1;
-        let (real_seen, real_ms) = normalise(&real_reply, check, &mut real_labels);
-        let (sim_seen, sim_ms) = normalise(&sim_reply, check, &mut sim_labels);
+        let (real_seen, real_ms) = normalise(&real_reply, check, &mut real_labels, real_now);
+        let (sim_seen, sim_ms) = normalise(&sim_reply, check, &mut sim_labels, sim_now);
         let times_agree = match (real_ms, sim_ms) {
             (Some(a), Some(b)) => (a - b).abs() <= TOLERANCE,
             (a, b) => a == b,

@@ -14,10 +14,33 @@ const LIST: &str = "{d}:list";
 
 /// Commands a test may send with any number of arguments: none of them needs, or
 /// changes, the connection.
-pub(crate) const COMMANDS: [&str; 24] = [
-    "ping", "echo", "time", "get", "set", "del", "exists", "type", "pttl", "pexpire", "incr",
-    "dbsize", "flushall", "publish", "eval", "evalsha", "script", "lpush", "rpush", "lpop",
-    "lindex", "lpos", "lrem", "lrange",
+pub(crate) const COMMANDS: [&str; 26] = [
+    "ping",
+    "echo",
+    "time",
+    "get",
+    "getdel",
+    "set",
+    "del",
+    "exists",
+    "type",
+    "pttl",
+    "pexpire",
+    "pexpireat",
+    "incr",
+    "dbsize",
+    "flushall",
+    "publish",
+    "eval",
+    "evalsha",
+    "script",
+    "lpush",
+    "rpush",
+    "lpop",
+    "lindex",
+    "lpos",
+    "lrem",
+    "lrange",
 ];
 
 /// One random step over the command surface. `arities` holds each of [`COMMANDS`]'s
@@ -31,8 +54,10 @@ pub(crate) fn surface(rng: &mut StdRng, arities: &[(&str, i64)], lock: &str) -> 
             &[&["PING"][..], &["PING", "hi"], &["ECHO", "hi"]],
         ))),
         1 => wrong_arity(rng, arities, key),
-        2 | 3 => exact(set(rng, key)),
+        // With GET, the old value may be a lock's, with its end on the server's clock.
+        2 | 3 => Step::Command(set(rng, key), Check::LockValue),
         4 | 5 => exact(pexpire(rng, key)),
+        6 if rng.random_bool(0.3) => Step::Command(words(&["GETDEL", key]), Check::LockValue),
         6 => Step::Command(words(&["PTTL", key]), Check::Remaining),
         7 => exact(words(&[
             "FLUSHALL",
@@ -48,7 +73,8 @@ pub(crate) fn surface(rng: &mut StdRng, arities: &[(&str, i64)], lock: &str) -> 
 fn wrong_arity(rng: &mut StdRng, arities: &[(&str, i64)], key: &str) -> Step {
     let (name, arity) = pick(rng, arities);
     // Words in all, the name included: one too few or, for an exact arity, one too many.
-    let count = if arity > 0 && rng.random_bool(0.5) {
+    // (A command of arity 1 has no fewer: only one too many is wrong.)
+    let count = if arity > 0 && (arity == 1 || rng.random_bool(0.5)) {
         arity + 1
     } else {
         arity.abs() - 1
@@ -64,15 +90,23 @@ fn wrong_arity(rng: &mut StdRng, arities: &[(&str, i64)], key: &str) -> Step {
     Step::Command(command, Check::Exact)
 }
 
-/// SET with zero to three options, any of them with a bad value, in any order.
+/// SET with zero to three options, any of them with a bad value, in any order. Unix
+/// times (EXAT, PXAT) are all long past: the two servers' clocks differ, the past is the
+/// same for both.
 fn set(rng: &mut StdRng, key: &str) -> Vec<String> {
     let mut command = words(&["SET", key, "v"]);
     for _ in 0..rng.random_range(0..4) {
-        match rng.random_range(0..5) {
+        match rng.random_range(0..7) {
             0 => command.push(pick(rng, &["NX", "nx"]).to_owned()),
             1 => command.push("XX".to_owned()),
             2 => command.push("KEEPTTL".to_owned()),
-            3 => command.push(pick(rng, &["EX", "PX", "px", "BOGUS"]).to_owned()),
+            3 => command.push(pick(rng, &["GET", "get"]).to_owned()),
+            4 => command.push(pick(rng, &["EX", "PX", "px", "EXAT", "PXAT", "BOGUS"]).to_owned()),
+            5 => {
+                command.push(pick(rng, &["EXAT", "PXAT", "pxat"]).to_owned());
+                let amount = pick(rng, &["1", "5", "0", "-5", "x", "9223372036854775807"]);
+                command.push(amount.to_owned());
+            }
             _ => {
                 command.push(pick(rng, &["EX", "PX"]).to_owned());
                 let amount = pick(rng, &["60", "60000", "0", "-5", "x", "9223372036854775807"]);
@@ -83,10 +117,17 @@ fn set(rng: &mut StdRng, key: &str) -> Vec<String> {
     command
 }
 
-/// PEXPIRE with a time that may be bad and zero to three of its conditions.
+/// PEXPIRE (or PEXPIREAT) with a time that may be bad and zero to three of its
+/// conditions.
 fn pexpire(rng: &mut StdRng, key: &str) -> Vec<String> {
-    let when = pick(rng, &["60000", "120000", "30000", "-1", "x"]);
-    let mut command = words(&["PEXPIRE", key, when]);
+    let mut command = if rng.random_bool(0.3) {
+        // A Unix time, long past for both servers' clocks.
+        let when = pick(rng, &["1", "0", "-1", "x"]);
+        words(&["PEXPIREAT", key, when])
+    } else {
+        let when = pick(rng, &["60000", "120000", "30000", "-1", "x"]);
+        words(&["PEXPIRE", key, when])
+    };
     for _ in 0..rng.random_range(0..4) {
         command.push(pick(rng, &["NX", "XX", "GT", "LT", "gt", "SOON"]).to_owned());
     }

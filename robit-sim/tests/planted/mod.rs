@@ -36,18 +36,18 @@ pub const LIBRARY_BUGS: [robit::Mutant; 4] = [
 pub const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
     (
         "acquire grants over a holder",
-        "if current and not reserved_for_me then",
-        "if false and not reserved_for_me then",
+        "if until_ms > now then\n  wait_in_line(old, until_ms, flagged)",
+        "if false then\n  wait_in_line(old, until_ms, flagged)",
     ),
     (
-        "renew extends anyone's grant, or none",
-        "if redis.pcall('GET', KEYS[1]) == ARGV[1] then",
-        "if true then",
+        "renew extends anyone's grant",
+        "if reserved or id ~= ARGV[1] then\n  return 0\nend\nlocal now = clock()",
+        "if false then\n  return 0\nend\nlocal now = clock()",
     ),
     (
-        "one byte: acquire's TTL is read as seconds",
-        "redis.call('SET', lock, owner, 'PX', ttl)",
-        "redis.call('SET', lock, owner, 'EX', ttl)",
+        "one byte: a grant ends a TTL before it is made",
+        "local ends = now + ttl\n",
+        "local ends = now - ttl\n",
     ),
 ];
 

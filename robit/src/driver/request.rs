@@ -62,6 +62,7 @@ impl AcquireRequest {
 ///
 /// let waiter = Waiter::new(0xfeed, Duration::from_millis(250));
 /// assert_eq!(waiter.retry_within, Duration::from_millis(250));
+/// assert_eq!(waiter.on_attempt(3).attempt, 3);
 /// ```
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,11 +72,26 @@ pub struct Waiter {
     /// The longest the waiter goes between two attempts while it waits: a driver can
     /// drop a queue entry whose waiter has not been heard from for several times this.
     pub retry_within: Duration,
+    /// Which attempt of the `lock()` call this is, from 0. Only the first can be sure
+    /// that it is not queued yet: a later one may have been queued by any earlier one,
+    /// even one whose answer was lost, so a fair driver looks before queueing it again.
+    pub attempt: u32,
 }
 
 impl Waiter {
-    /// A waiter with the given id and poll interval.
+    /// A waiter with the given id and poll interval, on its first attempt.
     pub const fn new(id: u128, retry_within: Duration) -> Self {
-        Self { id, retry_within }
+        Self {
+            id,
+            retry_within,
+            attempt: 0,
+        }
+    }
+
+    /// The same waiter, on attempt `attempt` (from 0).
+    #[must_use]
+    pub const fn on_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
     }
 }

@@ -7,7 +7,8 @@ use redis::{FromRedisValue, ParsingError, Value};
 
 use crate::driver::FenceToken;
 
-/// The acquire script's answer: `{1, fence, next}`, `{0, pttl}` or `{2, ms}`.
+/// The acquire script's answer: `{1, fence, next}` (`{1, fence, next, 1}` when the
+/// grant created the namespace), `{0, ms}` or `{2, ms}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AcquireAnswer {
     /// Granted, with a fencing token (never 0).
@@ -16,6 +17,8 @@ pub(super) enum AcquireAnswer {
         /// The waiter first in line behind this grant, if any. A hint: an entry that is
         /// not one of robit's ids (another writer's, say) reads as none.
         next: Option<u128>,
+        /// The grant created the namespace: its fencing counter was missing.
+        created: bool,
     },
     /// Held by someone else, who has this long left (`None`: no expiry).
     Held { expires_in: Option<Duration> },
@@ -64,15 +67,19 @@ impl FromRedisValue for AcquireAnswer {
         let millis = |ms: &i64| u64::try_from(*ms).ok().map(Duration::from_millis);
         let answer = match value {
             Value::Array(items) => match items.as_slice() {
-                [Value::Int(1), Value::Int(fence), Value::BulkString(next)] => {
-                    u64::try_from(*fence)
-                        .ok()
-                        .filter(|&fence| fence > 0)
-                        .map(|fence| Self::Granted {
-                            fence: FenceToken::new(fence),
-                            next: parse_waiter(next),
-                        })
-                }
+                [
+                    Value::Int(1),
+                    Value::Int(fence),
+                    Value::BulkString(next),
+                    created @ ..,
+                ] if matches!(created, [] | [Value::Int(1)]) => u64::try_from(*fence)
+                    .ok()
+                    .filter(|&fence| fence > 0)
+                    .map(|fence| Self::Granted {
+                        fence: FenceToken::new(fence),
+                        next: parse_waiter(next),
+                        created: !created.is_empty(),
+                    }),
                 [Value::Int(0), Value::Int(pttl)] => Some(Self::Held {
                     expires_in: millis(pttl),
                 }),
@@ -113,6 +120,7 @@ mod tests {
         Some(AcquireAnswer::Granted {
             fence: FenceToken::new(fence),
             next,
+            created: false,
         })
     }
 
@@ -129,6 +137,14 @@ mod tests {
         assert_eq!(
             acquire(array(vec![int(1), int(7), bulk(b"0f")])),
             granted(7, Some(0x0f))
+        );
+        assert_eq!(
+            acquire(array(vec![int(1), int(7), bulk(b""), int(1)])),
+            Some(AcquireAnswer::Granted {
+                fence: FenceToken::new(7),
+                next: None,
+                created: true,
+            })
         );
         // Next in line is a hint: a queue entry robit did not write reads as nobody.
         for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f"] {
@@ -158,6 +174,8 @@ mod tests {
             array(vec![int(0), int(1), bulk(b"0f")]),
             array(vec![int(1)]),
             array(vec![int(1), int(7)]),
+            array(vec![int(1), int(7), bulk(b""), int(0)]),
+            array(vec![int(1), int(7), bulk(b""), int(1), int(1)]),
             array(vec![int(3), int(7)]),
             array(vec![int(1), bulk(b"7")]),
             int(1),

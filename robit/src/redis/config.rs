@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Connector, RedisDriver, UrlConnector};
+use super::{Connector, FirstUse, RedisDriver, UrlConnector};
 
 /// Default namespace: the prefix of every key and channel the driver uses.
 pub const DEFAULT_NAMESPACE: &str = "robit";
@@ -14,9 +14,9 @@ pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Default time a released lock stays reserved for the waiter it was handed to.
 pub const DEFAULT_HANDOFF_WINDOW: Duration = Duration::from_millis(500);
-/// Default time grants are suspended after the namespace's state was lost (or first
-/// created): at least the longest TTL any client uses, so that every grant made before
-/// the loss has lapsed before a new one is made.
+/// Default time grants are suspended after the namespace's state was lost: at least the
+/// longest TTL any client uses, so that every grant made before the loss has lapsed
+/// before a new one is made.
 pub const DEFAULT_QUARANTINE: Duration = crate::engine::DEFAULT_TTL;
 
 /// [`RedisDriverBuilder::build`] rejected the configuration.
@@ -85,6 +85,7 @@ pub(super) struct Settings {
     /// The hand-off window as the scripts take it, in whole milliseconds.
     pub(super) handoff_window_ms: u64,
     pub(super) quarantine: Duration,
+    pub(super) first_use: FirstUse,
 }
 
 impl fmt::Debug for Settings {
@@ -95,6 +96,7 @@ impl fmt::Debug for Settings {
             .field("connect_timeout", &self.connect_timeout)
             .field("handoff_window", &self.handoff_window)
             .field("quarantine", &self.quarantine)
+            .field("first_use", &self.first_use)
             .finish()
     }
 }
@@ -124,6 +126,7 @@ pub struct RedisDriverBuilder<C: Connector = UrlConnector> {
     connect_timeout: Duration,
     handoff_window: Duration,
     quarantine: Duration,
+    first_use: FirstUse,
 }
 
 impl<C: Connector> RedisDriverBuilder<C> {
@@ -135,6 +138,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             handoff_window: DEFAULT_HANDOFF_WINDOW,
             quarantine: DEFAULT_QUARANTINE,
+            first_use: FirstUse::default(),
         }
     }
 
@@ -166,13 +170,21 @@ impl<C: Connector> RedisDriverBuilder<C> {
         self
     }
 
-    /// How long grants are suspended when the namespace's state is found missing — after
-    /// a restart without persistence, a FLUSHALL, an eviction, or on first use. Set it to
-    /// at least the longest TTL of any client in the namespace; zero turns the protection
-    /// off (a holder from before the loss could then overlap with a new one). Default
-    /// [`DEFAULT_QUARANTINE`].
+    /// How long grants are suspended when the namespace's state is found missing by a
+    /// driver that had seen it — after a restart without persistence, a FLUSHALL, an
+    /// eviction. Set it to at least the longest TTL of any client in the namespace; zero
+    /// turns the protection off (a holder from before the loss could then overlap with a
+    /// new one). Default [`DEFAULT_QUARANTINE`].
     pub fn quarantine(mut self, quarantine: Duration) -> Self {
         self.quarantine = quarantine;
+        self
+    }
+
+    /// What to make of the namespace missing on the server before this driver has seen
+    /// it: a new namespace, created at once (the default), or lost state, quarantined.
+    /// See [`FirstUse`].
+    pub fn first_use(mut self, first_use: FirstUse) -> Self {
+        self.first_use = first_use;
         self
     }
 
@@ -215,6 +227,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
             handoff_window: self.handoff_window,
             handoff_window_ms: millis_ceil(self.handoff_window),
             quarantine: self.quarantine,
+            first_use: self.first_use,
         };
         Ok(RedisDriver::from_parts(Arc::new(connector), settings))
     }
@@ -231,6 +244,7 @@ impl<C: Connector> fmt::Debug for RedisDriverBuilder<C> {
             .field("command_timeout", &self.command_timeout)
             .field("handoff_window", &self.handoff_window)
             .field("quarantine", &self.quarantine)
+            .field("first_use", &self.first_use)
             .finish_non_exhaustive()
     }
 }

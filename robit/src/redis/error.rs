@@ -93,7 +93,7 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str)
             ErrorKind::Io => transient("the connection to Redis failed", err),
             ErrorKind::Parse | ErrorKind::UnexpectedReturnType => permanent(
                 "Redis answered something robit does not understand; is it a Redis-compatible \
-                 server of version 6.2 or later?",
+                 server of version 7.0 or later?",
                 err,
             ),
             _ => transient("the Redis client failed", err),

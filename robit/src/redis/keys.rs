@@ -1,9 +1,11 @@
 //! Key names. Part of the on-server format: every client of a namespace must agree.
 //!
 //! ```text
-//! {<namespace>}:lock:<name>    the lock: owner token (32 hex digits) or W<waiter id>
-//! {<namespace>}:queue:<name>   list of waiter ids, oldest first
-//! {<namespace>}:fence          the fencing counter, one per namespace, no TTL
+//! {<namespace>}:lock:<name>    the lock: <owner token>:<until> or W<waiter id>:<until>,
+//!                              ":q" appended once waiters queued (scripts/common.lua)
+//! {<namespace>}:queue:<name>   list of waiter entries, oldest first
+//! {<namespace>}:fence          the last fencing token, one per namespace, no TTL;
+//!                              "<token>q" while a quarantine may be running
 //! {<namespace>}:quarantine     present while grants are suspended after state loss
 //! <namespace>:handoff          pub/sub channel: the id of the waiter a lock went to
 //! ```

@@ -1,6 +1,7 @@
 //! A lease on the Redis driver.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,6 +21,9 @@ pub(super) struct RedisLease<C: Connector> {
     /// The waiter first in line behind this grant when it was made, if any: woken early
     /// by the release.
     pub(super) next: Option<u128>,
+    /// A renewal found the grant gone: the release reads before it deletes, as whatever
+    /// is in the key now is someone else's.
+    pub(super) gone: AtomicBool,
 }
 
 #[async_trait]
@@ -43,18 +47,20 @@ impl<C: Connector> Lease for RedisLease<C> {
         Ok(if renewed == 1 {
             Renewal::Renewed
         } else {
+            self.gone.store(true, Ordering::Relaxed);
             Renewal::Lost
         })
     }
 
     async fn release(&self) -> Result<(), DriverError> {
         let settings = &self.inner.settings;
-        let mut call = ScriptCall::new(&RELEASE, 2, 3, settings.call_bytes(&self.name));
+        let mut call = ScriptCall::new(&RELEASE, 2, 4, settings.call_bytes(&self.name));
         call.key(settings.lock_key(&self.name))
             .key(settings.queue_key(&self.name))
             .arg(&self.owner[..])
             .arg(&settings.channel)
-            .arg(settings.handoff_window_ms);
+            .arg(settings.handoff_window_ms)
+            .arg(super::flag(self.gone.load(Ordering::Relaxed)));
         let released = self.inner.run::<Freed>(&call);
         self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())

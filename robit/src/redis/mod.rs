@@ -1,12 +1,14 @@
 //! The Redis driver (cargo feature `redis`, on by default).
 //!
-//! One key per lock holds the owner's random token, with the lease's TTL. Acquire, renew
-//! and release are each one round trip: a server-side script, called with EVALSHA.
-//! Waiters queue fairly, and a release hands the lock to the longest-waiting one and
-//! wakes it through one shared pub/sub subscription per driver — or, when that waiter
-//! shares the releaser's driver, directly, as soon as the release is sent: its claim then
-//! follows the release on the same connection (docs/redis.md, "Hand-off inside one
-//! process").
+//! One key per lock holds the owner's random token and when its grant ends. Acquire,
+//! renew and release are each one round trip: a server-side script, called with EVALSHA.
+//! Uncontended, a lock + unlock runs six commands on the server, scripts' calls
+//! included: the acquire's `TIME`, `SET … NX PXAT … GET` on the lock and `SET … GET` on
+//! the fencing counter, and the release's `GETDEL`. Waiters queue fairly, and a release
+//! hands the lock to the longest-waiting one and wakes it through one shared pub/sub
+//! subscription per driver — or, when that waiter shares the releaser's driver,
+//! directly, as soon as the release is sent: its claim then follows the release on the
+//! same connection (docs/redis.md, "Hand-off inside one process").
 //!
 //! # Fencing tokens and their lifecycle
 //!
@@ -14,20 +16,21 @@
 //! so a million distinct names leave no trace once released: no key is ever created per
 //! name except the lock (and, while someone waits, its queue), and both expire.
 //!
-//! Every grant's token is the larger of the counter plus one and the server's clock in
+//! Every grant's token is the larger of the last token plus one and the server's clock in
 //! microseconds, so tokens keep increasing across any restart — without persistence, or
 //! from an older snapshot — as long as the server's clock has not gone back.
 //!
 //! A loss erases the lock keys too, and a client may still be holding a lease it has no
-//! way of knowing is gone. So when the counter is found missing, the namespace is
-//! **quarantined**: no grants for [`RedisDriverBuilder::quarantine`] (default 30 s — set
-//! it to at least your longest TTL). Every holder from before the loss fails to renew
-//! and signals its loss inside that window, before anyone else can hold the lock. The
-//! price is that the first lock of a namespace on a fresh Redis waits the quarantine
-//! once. Run Redis with `maxmemory-policy noeviction`: other policies can evict the
-//! counter (a quarantine) or the lock keys and the quarantine itself (no protection).
-//! A restart that restores *older* data (a snapshot, a replica) is not detected; see
-//! docs/redis.md.
+//! way of knowing is gone. So when a driver that has seen the namespace finds the counter
+//! missing, the namespace is **quarantined**: no grants for
+//! [`RedisDriverBuilder::quarantine`] (default 30 s — set it to at least your longest
+//! TTL). Every holder from before the loss fails to renew and signals its loss inside
+//! that window, before anyone else can hold the lock. A driver that has never seen the
+//! namespace cannot tell a loss from a new namespace; by default it creates it
+//! ([`FirstUse`] weighs the two). Run Redis with `maxmemory-policy noeviction`: other
+//! policies can evict the counter (a quarantine) or the lock keys and the quarantine
+//! itself (no protection). A restart that restores *older* data (a snapshot, a replica)
+//! is not detected; see docs/redis.md.
 //!
 //! # Example
 //!
@@ -55,13 +58,14 @@ mod connector;
 mod error;
 mod keys;
 mod lease;
+mod namespace;
 mod notify;
 mod quarantine;
 mod scripts;
 mod waiters;
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -72,18 +76,25 @@ pub use self::config::{
     DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
 };
 pub use self::connector::{Connector, UrlConnector};
+pub use self::namespace::FirstUse;
 #[doc(hidden)]
 pub use self::scripts::sources as script_sources;
 
 use self::answers::{AcquireAnswer, Freed};
 use self::config::{Settings, millis_ceil};
 use self::lease::RedisLease;
+use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
 use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
 
-/// A lock backend on one Redis server (or Redis-compatible server, 6.2 or later).
+/// A flag as the scripts take it.
+fn flag(on: bool) -> &'static [u8] {
+    if on { b"1" } else { b"0" }
+}
+
+/// A lock backend on one Redis server (or Redis-compatible server, 7.0 or later).
 ///
 /// A cheap handle: clones share one multiplexed connection and one subscription, so give
 /// a clone to every [`Mutex`](crate::Mutex). See the [module documentation](self) for the
@@ -112,6 +123,7 @@ struct Inner<C: Connector> {
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
     quarantine_log: QuarantineLog,
+    namespace: Namespace,
 }
 
 impl<C: Connector> Drop for Inner<C> {
@@ -135,6 +147,7 @@ impl<C: Connector> RedisDriver<C> {
     }
 
     fn from_parts(connector: Arc<C>, settings: Settings) -> Self {
+        let namespace = Namespace::new(settings.first_use);
         Self {
             inner: Arc::new(Inner {
                 connector,
@@ -144,6 +157,7 @@ impl<C: Connector> RedisDriver<C> {
                 connecting: tokio::sync::Mutex::new(()),
                 dispatcher: Arc::default(),
                 quarantine_log: QuarantineLog::default(),
+                namespace,
             }),
         }
     }
@@ -215,13 +229,14 @@ impl<C: Connector> Driver for RedisDriver<C> {
             Some((waiter, queue_ttl)) => (waiter.id(), waiter.entry(), *queue_ttl),
             None => (&[][..], &[][..], 0),
         };
+        let queued = request.waiter.is_some_and(|waiter| waiter.attempt > 0);
         let quarantine = if settings.quarantine.is_zero() {
             0
         } else {
             millis_ceil(settings.quarantine.max(request.ttl))
         };
         let name = &request.name;
-        let mut call = ScriptCall::new(&ACQUIRE, 4, 8, settings.call_bytes(name));
+        let mut call = ScriptCall::new(&ACQUIRE, 4, 10, settings.call_bytes(name));
         call.key(settings.lock_key(name))
             .key(settings.queue_key(name))
             .key(&settings.fence_key)
@@ -233,15 +248,33 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(queue_ttl)
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
-            .arg(quarantine);
-        match inner.run(&call).await? {
-            AcquireAnswer::Granted { fence, next } => Ok(Acquire::Granted(Arc::new(RedisLease {
-                inner: Arc::clone(inner),
-                name: request.name.clone(),
-                owner,
+            .arg(quarantine)
+            .arg(flag(inner.namespace.missing_means_lost()))
+            .arg(flag(queued));
+        let answer = inner.run(&call).await?;
+        inner.namespace.seen();
+        match answer {
+            AcquireAnswer::Granted {
                 fence,
                 next,
-            }))),
+                created,
+            } => {
+                if created {
+                    tracing::info!(
+                        target: "robit",
+                        namespace = %settings.tag,
+                        "created the namespace on the server: its fencing counter was missing and this driver had not seen it before, so no quarantine (see robit::redis::FirstUse)"
+                    );
+                }
+                Ok(Acquire::Granted(Arc::new(RedisLease {
+                    inner: Arc::clone(inner),
+                    name: request.name.clone(),
+                    owner,
+                    fence,
+                    next,
+                    gone: AtomicBool::new(false),
+                })))
+            }
             AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
             AcquireAnswer::Quarantined { left: Some(left) } => {
                 inner.quarantine_log.seen(&request.name, left);

@@ -8,8 +8,8 @@
 //! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
 //! redis-rs's. The `redis::Script`s here provide each script's hash and text.
 //!
-//! The scripts that can free a lock share the hand-off logic in `scripts/handoff.lua`,
-//! prepended at load.
+//! Every script starts with `scripts/common.lua`: the lock key's format, the server's
+//! clock, and the hand-off, prepended at load.
 
 use std::io::Write;
 use std::sync::LazyLock;
@@ -22,7 +22,7 @@ use redis::{
 use super::config::millis_ceil;
 use crate::driver::{Waiter, hex128};
 
-/// The exact text of every script the driver sends, hand-off prelude included.
+/// The exact text of every script the driver sends, common prelude included.
 ///
 /// Not part of the API: it exists so that a simulated server can recognise the scripts
 /// by their SHA1 without keeping a copy of them that could drift.
@@ -30,19 +30,22 @@ use crate::driver::{Waiter, hex128};
 pub mod sources {
     /// Acquire: grant, queue, or refuse during a quarantine.
     pub const ACQUIRE: &str = concat!(
-        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/common.lua"),
         include_str!("scripts/acquire.lua")
     );
     /// Renew: extend the caller's own grant.
-    pub const RENEW: &str = include_str!("scripts/renew.lua");
+    pub const RENEW: &str = concat!(
+        include_str!("scripts/common.lua"),
+        include_str!("scripts/renew.lua")
+    );
     /// Release: free the caller's own grant, handing it to the first waiter.
     pub const RELEASE: &str = concat!(
-        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/common.lua"),
         include_str!("scripts/release.lua")
     );
     /// Withdraw: a waiter leaves the queue and passes on its reservation.
     pub const WITHDRAW: &str = concat!(
-        include_str!("scripts/handoff.lua"),
+        include_str!("scripts/common.lua"),
         include_str!("scripts/withdraw.lua")
     );
 }

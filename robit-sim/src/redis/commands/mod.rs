@@ -52,6 +52,7 @@ const COMMANDS: &[(&str, i64)] = &[
     ("exists", -2),
     ("flushall", -1),
     ("get", 2),
+    ("getdel", 2),
     ("hello", -1),
     ("incr", 2),
     ("lindex", 3),
@@ -62,6 +63,7 @@ const COMMANDS: &[(&str, i64)] = &[
     ("lrange", 4),
     ("lrem", 4),
     ("pexpire", -3),
+    ("pexpireat", -3),
     ("ping", -1),
     ("psubscribe", -2),
     ("pttl", 2),
@@ -188,10 +190,16 @@ fn count(n: usize) -> Frame {
 }
 
 /// Runs a command that [`check`] accepted as `name`, and reports what it did to locks
-/// (see `crate::redis::grants`). Connection commands (HELLO, SUBSCRIBE, …) are the
+/// (see `crate::redis::grants`): a client's command, or a script as a whole. Connection commands (HELLO, SUBSCRIBE, …) are the
 /// session's; here they answer that they need a connection.
 pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
-    let watched = grants::watch(exec, name, args);
+    // A script's own commands are not looked at one by one: the script is, as a whole.
+    let sent_by_client = exec.scripts.is_some();
+    let watched = if sent_by_client {
+        grants::watch(exec, name, args)
+    } else {
+        Vec::new()
+    };
     let reply = run(exec, name, args);
     grants::report(exec, watched);
     grants::quarantine(exec, name, args);
@@ -229,7 +237,9 @@ fn run(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
         }
         "type" => Ok(Frame::simple(exec.data.type_name(&args[1], exec.ms()))),
         "pttl" => Ok(Frame::Integer(exec.data.pttl(&args[1], exec.ms()))),
-        "pexpire" => pexpire(exec, args),
+        "pexpire" => pexpire(exec, args, false),
+        "pexpireat" => pexpire(exec, args, true),
+        "getdel" => getdel(exec, args),
         "incr" => exec
             .data
             .incr(&args[1], exec.ms())
@@ -271,64 +281,94 @@ fn invalid_expire(command: &str) -> Frame {
     Frame::error(format!("ERR invalid expire time in '{command}' command"))
 }
 
-/// SET key value [NX|XX] [EX s|PX ms|KEEPTTL], parsed as Redis 7 parses it.
+/// An expiry option of SET: its argument, milliseconds per unit, and whether it is a
+/// Unix time (EXAT, PXAT) rather than a time to live (EX, PX).
+type ExpireOption<'a> = (&'a [u8], i64, bool);
+
+/// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT unix-s|PXAT unix-ms|KEEPTTL], parsed and
+/// answered as Redis 7 does: a bad expiry first, then GET's type check, then NX/XX.
 fn set(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
-    let (mut nx, mut xx, mut keep_ttl) = (false, false, false);
-    let mut expire: Option<(&[u8], i64)> = None; // (argument, milliseconds per unit)
+    let (mut nx, mut xx, mut get, mut keep_ttl) = (false, false, false, false);
+    let mut expire: Option<ExpireOption<'_>> = None;
     let mut i = 3;
     while let Some(option) = args.get(i) {
         let next = args.get(i + 1);
-        match option.to_ascii_lowercase().as_slice() {
-            b"nx" if !xx => nx = true,
-            b"xx" if !nx => xx = true,
-            b"keepttl" if expire.is_none() => keep_ttl = true,
-            b"ex" | b"px" if !keep_ttl && next.is_some() => {
-                let unit = if option.eq_ignore_ascii_case(b"ex") {
-                    1000
-                } else {
-                    1
-                };
-                if expire.is_some_and(|(_, other)| other != unit) {
+        let lower = option.to_ascii_lowercase();
+        let timed = match lower.as_slice() {
+            b"ex" => Some((1000, false)),
+            b"px" => Some((1, false)),
+            b"exat" => Some((1000, true)),
+            b"pxat" => Some((1, true)),
+            _ => None,
+        };
+        match (lower.as_slice(), timed) {
+            (b"nx", _) if !xx => nx = true,
+            (b"xx", _) if !nx => xx = true,
+            (b"get", _) => get = true,
+            (b"keepttl", _) if expire.is_none() => keep_ttl = true,
+            (_, Some((unit, absolute))) if !keep_ttl && next.is_some() => {
+                if expire.is_some_and(|(_, u, a)| (u, a) != (unit, absolute)) {
                     return Err(Frame::error(SYNTAX));
                 }
-                expire = next.map(|arg| (arg.as_slice(), unit));
+                expire = next.map(|arg| (arg.as_slice(), unit, absolute));
                 i += 1;
-            }
-            b"get" | b"exat" | b"pxat" | b"persist" => {
-                return Err(Frame::error(format!(
-                    "ERR the simulated Redis does not support SET's {} option",
-                    String::from_utf8_lossy(option).to_ascii_uppercase()
-                )));
             }
             _ => return Err(Frame::error(SYNTAX)),
         }
         i += 1;
     }
     let now = exec.ms();
-    let expires_at = match expire {
-        None => None,
-        Some((arg, unit)) => {
-            let amount = integer(arg)?;
-            if amount <= 0 || amount > i64::MAX / unit {
-                return Err(invalid_expire("set"));
-            }
-            match (amount * unit).checked_add(now) {
-                Some(when) if when > 0 => Some(when),
-                _ => return Err(invalid_expire("set")),
-            }
-        }
+    let expires_at = expire.map(|option| set_expiry(option, now)).transpose()?;
+    let old = if get {
+        Some(exec.data.get(&args[1], now).map_err(Frame::error)?)
+    } else {
+        None
     };
     let found = exec.data.exists(&args[1], now);
+    let answer = |old: Option<Option<Vec<u8>>>, done: Frame| match old {
+        Some(value) => value.map_or(Frame::NullBulk, Frame::Bulk),
+        None => done,
+    };
     if (nx && found) || (xx && !found) {
-        return Ok(Frame::NullBulk);
+        return Ok(answer(old, Frame::NullBulk));
     }
+    // A Unix time already past is kept as it is: the key is gone from the next
+    // millisecond, as in Redis 7.0.
     exec.data
         .set(&args[1], args[2].clone(), expires_at, keep_ttl, now);
-    Ok(Frame::ok())
+    Ok(answer(old, Frame::ok()))
 }
 
-/// PEXPIRE key milliseconds [NX|XX|GT|LT].
-fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
+/// When a SET expiry option makes the key expire (Unix ms), or Redis's error for it.
+fn set_expiry((arg, unit, absolute): ExpireOption<'_>, now: i64) -> Result<i64, Frame> {
+    let amount = integer(arg)?;
+    if amount <= 0 || amount > i64::MAX / unit {
+        return Err(invalid_expire("set"));
+    }
+    let when = if absolute {
+        Some(amount * unit)
+    } else {
+        (amount * unit).checked_add(now)
+    };
+    match when {
+        Some(when) if when > 0 => Ok(when),
+        _ => Err(invalid_expire("set")),
+    }
+}
+
+/// GETDEL key: the string, deleted; nil without a key.
+fn getdel(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
+    let now = exec.ms();
+    let value = exec.data.get(&args[1], now).map_err(Frame::error)?;
+    if value.is_some() {
+        exec.data.del(&args[1], now);
+    }
+    Ok(value.map_or(Frame::NullBulk, Frame::Bulk))
+}
+
+/// PEXPIRE key milliseconds [NX|XX|GT|LT], and PEXPIREAT key unix-ms [NX|XX|GT|LT]
+/// (`absolute`).
+fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>], absolute: bool) -> Result<Frame, Frame> {
     let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
     for option in &args[3..] {
         match option.to_ascii_lowercase().as_slice() {
@@ -354,9 +394,11 @@ fn pexpire(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Result<Frame, Frame> {
         ));
     }
     let now = exec.ms();
+    let command = if absolute { "pexpireat" } else { "pexpire" };
+    let base = if absolute { 0 } else { now };
     let when = integer(&args[2])?
-        .checked_add(now)
-        .ok_or_else(|| invalid_expire("pexpire"))?;
+        .checked_add(base)
+        .ok_or_else(|| invalid_expire(command))?;
     let Some(current) = exec.data.expiry(&args[1], now) else {
         return Ok(Frame::Integer(0));
     };

@@ -290,7 +290,7 @@ fn lock_events_come_from_what_any_script_does_to_a_lock_key() {
     let unlock = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
                   return redis.call('DEL', KEYS[1]) end return 0";
     let extend = "return redis.call('PEXPIRE', KEYS[1], ARGV[1])";
-    // INCR runs after the SET: the grant reports the counter as it was then.
+    // INCR runs after the SET: the grant reports the counter as the script left it.
     assert_eq!(
         eval(&backend, lock, &[LOCK, FENCE], &[OWNER_A, "1000"]),
         int(1)
@@ -310,7 +310,7 @@ fn lock_events_come_from_what_any_script_does_to_a_lock_key() {
             LockEventKind::Granted {
                 key: key.clone(),
                 owner: owner.clone(),
-                fence: 41,
+                fence: 42,
                 ttl: at(1_000),
             },
             LockEventKind::Renewed {

@@ -45,6 +45,28 @@ fn grant(fence: i64, next: &str) -> Frame {
     Frame::Array(vec![int(1), int(fence), Frame::bulk(next)])
 }
 
+/// A grant that created the namespace.
+fn grant_creating(fence: i64) -> Frame {
+    Frame::Array(vec![int(1), int(fence), Frame::bulk(""), int(1)])
+}
+
+/// Who asks, as the acquire script is told it.
+#[derive(Debug, Clone, Copy)]
+enum First {
+    /// A driver that has seen the namespace, on a later attempt.
+    Seen,
+    /// A driver that has not seen the namespace yet.
+    NewDriver,
+    /// A driver that has seen the namespace, on a waiter's first attempt.
+    WaiterFirstTry,
+}
+
+/// A lock key's value: `id`, ending `ms` after the simulation's start, and a suffix.
+fn value(id: &str, ms: u64, suffix: &str) -> Frame {
+    let until = (EPOCH + at(ms)).as_millis();
+    Frame::bulk(format!("{id}:{until}{suffix}"))
+}
+
 struct Backend {
     state: RedisState,
     peer: Peer,
@@ -80,6 +102,8 @@ impl Backend {
 
     /// Acquire with a quarantine of `quarantine` ms and a queue TTL of 4 s; `waiter` is
     /// `(id, poll ms)`, or `None` for a single try.
+    /// An acquire by a driver that has seen the namespace (a missing counter is lost
+    /// state), for a waiter that may be queued already.
     fn acquire(
         &self,
         now: u64,
@@ -88,12 +112,29 @@ impl Backend {
         waiter: Option<(&str, u64)>,
         quarantine: &str,
     ) -> Frame {
+        self.acquire_as(now, owner, ttl, waiter, quarantine, First::Seen)
+    }
+
+    fn acquire_as(
+        &self,
+        now: u64,
+        owner: &str,
+        ttl: &str,
+        waiter: Option<(&str, u64)>,
+        quarantine: &str,
+        first: First,
+    ) -> Frame {
         let (id, entry) = waiter.map_or((String::new(), String::new()), |(id, poll)| {
             (id.to_owned(), format!("{id}:{poll}"))
         });
         let keys = [LOCK, QUEUE, FENCE, QUARANTINE];
+        let (lost, queued) = match first {
+            First::Seen => ("1", "1"),
+            First::NewDriver => ("0", "1"),
+            First::WaiterFirstTry => ("1", "0"),
+        };
         let args = [
-            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine,
+            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine, lost, queued,
         ];
         self.eval(at(now), RobitScript::Acquire, &keys, &args)
     }
@@ -107,7 +148,7 @@ impl Backend {
             at(now),
             RobitScript::Release,
             &[LOCK, QUEUE],
-            &[owner, CHANNEL, HANDOFF_MS],
+            &[owner, CHANNEL, HANDOFF_MS, "0"],
         )
     }
 

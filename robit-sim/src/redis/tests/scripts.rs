@@ -5,12 +5,22 @@ use super::*;
 #[test]
 fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
     let backend = Backend::new();
+    backend.run(at(0), &["SET", FENCE, "1"]);
     assert_eq!(
         backend.acquire(1_500, OWNER_A, "10000", None, "0"),
         grant(clock_token(at(1_500)), "")
     );
-    assert_eq!(backend.run(at(1_500), &["GET", LOCK]), Frame::bulk(OWNER_A));
+    // The grant and when it ends, and a key that expires then.
+    assert_eq!(
+        backend.run(at(1_500), &["GET", LOCK]),
+        value(OWNER_A, 11_500, "")
+    );
     assert_eq!(backend.run(at(2_000), &["PTTL", LOCK]), int(9_500));
+    let counter = clock_token(at(1_500)).to_string();
+    assert_eq!(
+        backend.run(at(1_500), &["GET", FENCE]),
+        Frame::bulk(&counter)
+    );
     let events = backend.events.lock().unwrap().clone();
     assert_eq!(events.len(), 1);
     assert_eq!(
@@ -29,7 +39,7 @@ fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
 }
 
 #[test]
-fn a_held_lock_answers_its_pttl_and_queues_a_waiter_but_not_a_single_try() {
+fn a_held_lock_answers_its_time_left_and_queues_a_waiter_once_but_not_a_single_try() {
     let backend = Backend::new();
     backend.acquire(0, OWNER_A, "10000", None, "0");
     assert_eq!(
@@ -37,11 +47,13 @@ fn a_held_lock_answers_its_pttl_and_queues_a_waiter_but_not_a_single_try() {
         pair(0, 6_000)
     );
     assert_eq!(backend.run(at(4_000), &["EXISTS", QUEUE]), int(0));
-    let waiter = Some((WAITER_B, 300));
     assert_eq!(
-        backend.acquire(4_000, OWNER_B, "10000", waiter, "0"),
-        pair(0, 6_000)
+        backend.run(at(4_000), &["GET", LOCK]),
+        value(OWNER_A, 10_000, "")
     );
+    let waiter = Some((WAITER_B, 300));
+    let first = backend.acquire_as(4_000, OWNER_B, "10000", waiter, "0", First::WaiterFirstTry);
+    assert_eq!(first, pair(0, 6_000));
     assert_eq!(
         backend.acquire(4_100, OWNER_B, "10000", waiter, "0"),
         pair(0, 5_900)
@@ -54,6 +66,20 @@ fn a_held_lock_answers_its_pttl_and_queues_a_waiter_but_not_a_single_try() {
         "queued once"
     );
     assert_eq!(backend.run(at(4_100), &["PTTL", QUEUE]), int(4_000));
+    // The holder's grant is marked as having waiters, its end unchanged; the key lives
+    // until the later of that end and the queue's.
+    assert_eq!(
+        backend.run(at(4_100), &["GET", LOCK]),
+        value(OWNER_A, 10_000, ":q")
+    );
+    assert_eq!(backend.run(at(9_000), &["PTTL", LOCK]), int(1_000));
+    assert_eq!(
+        backend.acquire(9_000, OWNER_B, "10000", waiter, "0"),
+        pair(0, 1_000)
+    );
+    assert_eq!(backend.run(at(9_000), &["PTTL", LOCK]), int(4_000));
+    // Marking and keeping alive is not a renewal.
+    assert_eq!(backend.kinds().len(), 1);
 }
 
 #[test]
@@ -64,12 +90,12 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
     // The answer names the waiter, so that a driver in the same process can wake it.
     assert_eq!(backend.release(20, OWNER_A), Frame::bulk(WAITER_B));
+    // The window is the longer of the hand-off window and twice the waiter's poll.
     let reservation = format!("W{WAITER_B}");
     assert_eq!(
         backend.run(at(20), &["GET", LOCK]),
-        Frame::bulk(&reservation)
+        value(&reservation, 620, ":q")
     );
-    // The window is the longer of the hand-off window and twice the waiter's poll.
     assert_eq!(backend.run(at(20), &["PTTL", LOCK]), int(600));
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
     // Another client cannot take it; the waiter it was reserved for can.
@@ -80,31 +106,45 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     let granted = backend.acquire(40, OWNER_B, "10000", Some((WAITER_B, 300)), "0");
     assert_eq!(granted, grant(clock_token(at(40)), ""));
     assert_eq!(backend.run(at(40), &["EXISTS", QUEUE]), int(0));
+    assert_eq!(
+        backend.run(at(40), &["GET", LOCK]),
+        value(OWNER_B, 10_040, ":q")
+    );
     let kinds = backend.kinds();
     assert_eq!(kinds.len(), 3);
     assert!(
         matches!(&kinds[1], LockEventKind::Released { owner, .. } if owner == OWNER_A.as_bytes())
     );
+    assert!(
+        matches!(&kinds[2], LockEventKind::Granted { owner, ttl, .. } if owner == OWNER_B.as_bytes() && *ttl == at(10_000))
+    );
+    // Released by the last waiter: the queue is empty, so the lock is simply free.
+    assert_eq!(backend.release(50, OWNER_B), int(1));
+    assert_eq!(backend.run(at(50), &["EXISTS", LOCK]), int(0));
 }
 
 #[test]
-fn a_grant_names_the_waiter_first_in_line_behind_it() {
+fn a_queued_waiter_that_finds_the_key_gone_takes_the_lock_and_leaves_it_marked_for_the_rest() {
     let backend = Backend::new();
-    backend.acquire(0, OWNER_A, "1000", None, "0");
+    backend.acquire(0, OWNER_A, "10000", None, "0");
     backend.acquire(1, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
     backend.acquire(2, OWNER_B, "10000", Some((WAITER_C, 100)), "0");
-    // The holder expired; the waiter first in line polls and is granted, popped from
-    // the queue; the one behind it is named.
+    backend.run(at(3), &["DEL", LOCK]);
     assert_eq!(
-        backend.acquire(1_001, OWNER_B, "10000", Some((WAITER_B, 100)), "0"),
-        grant(clock_token(at(1_001)), WAITER_C)
+        backend.acquire(4, OWNER_B, "10000", Some((WAITER_B, 100)), "0"),
+        grant(clock_token(at(4)), "")
     );
-    // Released to the next, which claims its reservation: nobody behind it.
-    assert_eq!(backend.release(1_002, OWNER_B), Frame::bulk(WAITER_C));
+    let entry = format!("{WAITER_C}:100");
     assert_eq!(
-        backend.acquire(1_003, OWNER_A, "10000", Some((WAITER_C, 100)), "0"),
-        grant(clock_token(at(1_003)), "")
+        backend.run(at(4), &["LRANGE", QUEUE, "0", "-1"]),
+        Frame::Array(vec![Frame::bulk(&entry)])
     );
+    assert_eq!(
+        backend.run(at(4), &["GET", LOCK]),
+        value(OWNER_B, 10_004, ":q")
+    );
+    // So its release hands the lock on.
+    assert_eq!(backend.release(5, OWNER_B), Frame::bulk(WAITER_C));
 }
 
 #[test]
@@ -113,6 +153,8 @@ fn a_lock_whose_holder_expired_with_waiters_queued_is_handed_on_by_the_next_acqu
     let (_subscribed, mut messages) = backend.subscriber();
     backend.acquire(0, OWNER_A, "1000", None, "0");
     backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    // The key outlives the grant, for the queue; the grant is over all the same.
+    assert_eq!(backend.renew(1_001, OWNER_A, "1000"), int(0));
     assert_eq!(
         backend.acquire(1_001, OWNER_A, "10000", None, "0"),
         pair(0, 500)
@@ -120,27 +162,44 @@ fn a_lock_whose_holder_expired_with_waiters_queued_is_handed_on_by_the_next_acqu
     let reservation = format!("W{WAITER_B}");
     assert_eq!(
         backend.run(at(1_001), &["GET", LOCK]),
-        Frame::bulk(&reservation)
+        value(&reservation, 1_501, ":q")
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
+    // The waiter handed the lock polls first: it is granted at once.
+    let backend = Backend::new();
+    backend.acquire(0, OWNER_A, "1000", None, "0");
+    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    assert_eq!(
+        backend.acquire(1_001, OWNER_B, "10000", Some((WAITER_B, 100)), "0"),
+        grant(clock_token(at(1_001)), "")
+    );
 }
 
 #[test]
-fn a_missing_fence_counter_quarantines_the_namespace_until_the_quarantine_ends() {
+fn a_missing_fence_counter_quarantines_a_namespace_the_caller_had_seen_until_the_quarantine_ends() {
     let backend = Backend::new();
     assert_eq!(
         backend.acquire(0, OWNER_A, "10000", None, "30000"),
         pair(2, 30_000)
     );
-    let counter = clock_token(at(0)).to_string();
+    let counter = format!("{}q", clock_token(at(0)));
     assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk(&counter));
     assert_eq!(
         backend.acquire(1_000, OWNER_A, "10000", None, "30000"),
         pair(2, 29_000)
     );
     assert_eq!(backend.run(at(1_000), &["EXISTS", LOCK]), int(0));
+    assert_eq!(
+        backend.run(at(1_000), &["GET", FENCE]),
+        Frame::bulk(&counter)
+    );
     let granted = backend.acquire(30_001, OWNER_A, "10000", None, "30000");
     assert_eq!(granted, grant(clock_token(at(30_001)), ""));
+    let counter = clock_token(at(30_001)).to_string();
+    assert_eq!(
+        backend.run(at(30_001), &["GET", FENCE]),
+        Frame::bulk(&counter)
+    );
     // The quarantine is reported once, when it was written, for its whole length.
     let kinds = backend.kinds();
     let quarantined = LockEventKind::Quarantined {
@@ -152,12 +211,37 @@ fn a_missing_fence_counter_quarantines_the_namespace_until_the_quarantine_ends()
 }
 
 #[test]
+fn a_driver_that_never_saw_the_namespace_creates_it_and_is_granted_at_once() {
+    let backend = Backend::new();
+    let first = backend.acquire_as(0, OWNER_A, "10000", None, "30000", First::NewDriver);
+    assert_eq!(first, grant_creating(clock_token(at(0))));
+    assert_eq!(backend.run(at(0), &["EXISTS", QUARANTINE]), int(0));
+    // Once created, the counter is there for everyone.
+    backend.release(1, OWNER_A);
+    assert_eq!(
+        backend.acquire(2, OWNER_B, "10000", None, "30000"),
+        grant(clock_token(at(2)), "")
+    );
+    // A quarantine running is honoured whoever asks.
+    backend.run(at(3), &["SET", QUARANTINE, "1", "PX", "5000"]);
+    let marked = format!("{}q", clock_token(at(2)));
+    backend.run(at(3), &["SET", FENCE, &marked]);
+    backend.release(3, OWNER_B);
+    let late = backend.acquire_as(4, OWNER_A, "10000", None, "30000", First::NewDriver);
+    assert_eq!(late, pair(2, 4_999));
+}
+
+#[test]
 fn a_counter_ahead_of_the_clock_is_incremented() {
     let backend = Backend::new();
     backend.run(at(0), &["SET", FENCE, "9000000000000000"]);
     assert_eq!(
         backend.acquire(0, OWNER_A, "10000", None, "30000"),
         grant(9_000_000_000_000_001, "")
+    );
+    assert_eq!(
+        backend.run(at(0), &["GET", FENCE]),
+        Frame::bulk("9000000000000001")
     );
 }
 
@@ -169,8 +253,13 @@ fn renew_and_release_touch_only_the_callers_own_grant() {
     assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(9_500));
     assert_eq!(backend.renew(500, OWNER_A, "20000"), int(1));
     assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(20_000));
+    // Someone else's release takes the key and puts it back as it was.
     assert_eq!(backend.release(600, OWNER_B), int(0));
-    assert_eq!(backend.run(at(600), &["GET", LOCK]), Frame::bulk(OWNER_A));
+    assert_eq!(
+        backend.run(at(600), &["GET", LOCK]),
+        value(OWNER_A, 20_500, "")
+    );
+    assert_eq!(backend.run(at(600), &["PTTL", LOCK]), int(19_900));
     assert_eq!(backend.release(700, OWNER_A), int(1));
     assert_eq!(backend.run(at(700), &["EXISTS", LOCK]), int(0));
     assert_eq!(backend.renew(800, OWNER_A, "20000"), int(0), "gone");
@@ -178,6 +267,45 @@ fn renew_and_release_touch_only_the_callers_own_grant() {
     assert!(matches!(&kinds[1], LockEventKind::Renewed { ttl, .. } if *ttl == at(20_000)));
     assert!(matches!(&kinds[2], LockEventKind::Released { .. }));
     assert_eq!(kinds.len(), 3);
+}
+
+#[test]
+fn a_release_that_knows_its_grant_is_gone_reads_before_it_deletes() {
+    let backend = Backend::new();
+    backend.run(at(0), &["SET", LOCK, "someone-else", "PX", "5000"]);
+    let careful = [OWNER_A, CHANNEL, HANDOFF_MS, "1"];
+    let released = backend.eval(at(1), RobitScript::Release, &[LOCK, QUEUE], &careful);
+    assert_eq!(released, int(0));
+    assert_eq!(backend.run(at(1), &["PTTL", LOCK]), int(4_999));
+    // Without knowing, a value robit did not write is put back, without its expiry.
+    assert_eq!(backend.release(2, OWNER_A), int(0));
+    assert_eq!(
+        backend.run(at(2), &["GET", LOCK]),
+        Frame::bulk("someone-else")
+    );
+    assert_eq!(backend.run(at(2), &["PTTL", LOCK]), int(-1));
+    // Its own grant, it deletes.
+    backend.run(at(3), &["DEL", LOCK]);
+    backend.acquire(3, OWNER_A, "10000", None, "0");
+    let released = backend.eval(at(4), RobitScript::Release, &[LOCK, QUEUE], &careful);
+    assert_eq!(released, int(1));
+    assert_eq!(backend.run(at(4), &["EXISTS", LOCK]), int(0));
+}
+
+#[test]
+fn renewing_a_grant_with_waiters_keeps_the_key_alive_for_them() {
+    let backend = Backend::new();
+    backend.acquire(0, OWNER_A, "1000", None, "0");
+    backend.acquire(10, OWNER_B, "10000", Some((WAITER_B, 100)), "0");
+    assert_eq!(backend.run(at(10), &["PTTL", LOCK]), int(4_000));
+    assert_eq!(backend.renew(500, OWNER_A, "1000"), int(1));
+    assert_eq!(
+        backend.run(at(500), &["GET", LOCK]),
+        value(OWNER_A, 1_500, ":q")
+    );
+    assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(3_510));
+    assert_eq!(backend.renew(600, OWNER_A, "9000"), int(1));
+    assert_eq!(backend.run(at(600), &["PTTL", LOCK]), int(9_000));
 }
 
 #[test]
@@ -204,7 +332,7 @@ fn withdraw_leaves_the_queue_and_passes_on_the_waiters_reservation() {
     let reservation = format!("W{WAITER_C}");
     assert_eq!(
         backend.run(at(6), &["GET", LOCK]),
-        Frame::bulk(&reservation)
+        value(&reservation, 506, ":q")
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_C)));
     // The last waiter withdrawing frees the lock: nobody to pass it to.
@@ -222,7 +350,7 @@ fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answe
     let source = RobitScript::Acquire.source();
     let line = 1 + source
         .lines()
-        .position(|l| l.contains("redis.call('GET', lock)"))
+        .position(|l| l.contains("redis.call('SET', lock, mine, 'NX'"))
         .unwrap();
     let expected = format!(
         "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on \
@@ -237,17 +365,20 @@ fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answe
     );
     assert_eq!(backend.release(0, OWNER_A), int(0));
     assert_eq!(backend.renew(0, OWNER_A, "1000"), int(0));
+    assert_eq!(backend.run(at(0), &["LLEN", LOCK]), int(1), "left alone");
 }
 
 #[test]
-fn a_call_that_fails_midway_keeps_the_writes_made_before_it() {
+fn a_fencing_counter_robit_did_not_write_fails_the_acquire_and_leaves_the_lock_free() {
     let backend = Backend::new();
-    let reply = backend.acquire(0, OWNER_A, "0", None, "0");
+    backend.run(at(0), &["SET", FENCE, "garbage"]);
+    let reply = backend.acquire(0, OWNER_A, "10000", None, "0");
     assert!(
-        matches!(&reply, Frame::Error(e) if e.starts_with(b"ERR invalid expire time in 'set' command script: "))
+        matches!(&reply, Frame::Error(e) if e.starts_with(b"ERR robit: the fencing counter {t}:fence holds a value robit did not write")),
+        "{reply:?}"
     );
-    let counter = clock_token(at(0)).to_string();
-    assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk(&counter));
+    assert_eq!(backend.run(at(0), &["EXISTS", LOCK]), int(0));
+    assert_eq!(backend.run(at(0), &["GET", FENCE]), Frame::bulk("garbage"));
     assert!(backend.kinds().is_empty());
 }
 

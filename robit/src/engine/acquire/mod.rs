@@ -137,13 +137,13 @@ impl Plan {
     /// The request of the next attempt. A fresh owner per attempt: an abandoned attempt's
     /// late grant is released in the background, and that release must never match the
     /// grant of a later attempt.
-    fn request(&self, core: &Core) -> AcquireRequest {
+    fn request(&self, core: &Core, attempt: u32) -> AcquireRequest {
         let config = &core.config;
         AcquireRequest {
             name: config.name.clone(),
             owner: OwnerToken::generate(&*config.entropy),
             ttl: config.ttl,
-            waiter: self.waiter,
+            waiter: self.waiter.map(|waiter| waiter.on_attempt(attempt)),
         }
     }
 
@@ -169,7 +169,7 @@ async fn attempts(
     let mut seen = Seen::default();
     let mut number: u32 = 0;
     loop {
-        let request = plan.request(core);
+        let request = plan.request(core, number);
         let released = plan.watch(core, &request);
         // The first attempt goes out straight after `lock()` began: the reading taken
         // then serves as its send time (earlier than the send, so it only shortens the

@@ -1,80 +1,155 @@
 -- Acquire: one round trip. Grants the lock, queues the caller fairly, or refuses during
--- a quarantine after state loss.
+-- a quarantine after state loss. Uncontended, it runs TIME, one SET on the lock and one
+-- on the fencing counter.
 --
--- KEYS[1] lock       the lock's key: an owner token (a grant) or "W<waiter>" (a hand-off
---                    reserved for that waiter), with a TTL
--- KEYS[2] queue      waiter ids in arrival order, expiring when nobody refreshes it
--- KEYS[3] fence      the namespace's fencing counter (no TTL)
+-- KEYS[1] lock       see common.lua
+-- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it
+-- KEYS[3] fence      the namespace's last fencing token (no TTL); "<token>q" while a
+--                    quarantine may be running
 -- KEYS[4] quarantine present while grants are suspended after state loss
 -- ARGV: owner, ttl_ms, waiter id ('' for a single try), queue entry ('<id>:<poll ms>'),
---       queue_ttl_ms, channel, handoff_ms, quarantine_ms
--- Returns {1, fence, next} granted (next: the id of the waiter now first in line, or ''),
--- {0, pttl} held (pttl -1: no expiry), {2, ms} quarantined.
+--       queue_ttl_ms, channel, handoff_ms, quarantine_ms, lost ('1': a missing counter
+--       means lost state; '0': a new namespace), queued ('1': an earlier attempt of this
+--       waiter may have queued it)
+-- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
+-- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
+-- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
 local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, ttl, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local owner, ttl, waiter, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
 local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
-local quarantine_ms = tonumber(ARGV[8])
+local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
 
--- Reads first: a key of the wrong type fails the script before anything is written.
-local current = redis.call('GET', lock)
-local head = redis.call('LINDEX', queue, 0)
+local now, micros = clock()
+local ends = now + ttl
+local mine = owner .. ':' .. ends
 
-local function wait_in_line()
-  if waiter ~= '' then
-    if not redis.call('LPOS', queue, entry) then
-      redis.call('RPUSH', queue, entry)
+-- Puts back what the lock's key held before this script (nothing, or `old`).
+local function undo(old)
+  if not old then
+    redis.call('DEL', lock)
+    return
+  end
+  local _, _, until_ms, flagged = parse(old)
+  redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
+end
+
+-- The lock's key now holds the caller's grant: issue its fencing token, the larger of
+-- the last token plus one and the server's clock in microseconds, so that tokens keep
+-- increasing across any restart (without persistence, or from an older snapshot) as long
+-- as the clock has not gone back. Or find the namespace quarantined, and undo.
+local function fenced(old)
+  local last = redis.call('SET', fence, micros, 'GET')
+  if not last then
+    -- The counter was missing: the namespace is new, or its state was lost (a restart
+    -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
+    -- believed in by their holders until their TTL runs out, so grant nothing for the
+    -- quarantine when the caller knows the namespace existed.
+    if lost and quarantine_ms > 0 then
+      redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
+      redis.call('SET', fence, micros .. 'q')
+      undo(old)
+      return {2, quarantine_ms}
     end
-    if redis.call('PTTL', queue) < queue_ttl then
-      redis.call('PEXPIRE', queue, queue_ttl)
+    return {1, tonumber(micros), '', 1}
+  end
+  local number, marked = string.match(last, '^(%d+)(q?)$')
+  if not number then
+    redis.call('SET', fence, last)
+    undo(old)
+    return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
+      .. 'robit did not write; delete the key to let the namespace start again')
+  end
+  if marked == 'q' then
+    local left = redis.call('PTTL', quarantine)
+    if left > 0 or left == -1 then
+      redis.call('SET', fence, last)
+      undo(old)
+      return {2, left}
     end
+  end
+  local token = tonumber(number) + 1
+  if token > tonumber(micros) then
+    redis.call('SET', fence, string.format('%d', token))
+  else
+    token = tonumber(micros)
+  end
+  return {1, token, ''}
+end
+
+-- Writes the caller's grant over `old` (its reservation, or an expired grant), keeping
+-- the key alive for the queue when `flagged`; the answer then names the waiter first in
+-- line, which a release through the same driver wakes as soon as it is sent.
+local function take(old, flagged)
+  if not flagged then
+    redis.call('SET', lock, mine, 'PXAT', ends)
+    return fenced(old)
+  end
+  redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
+  local answer = fenced(old)
+  if answer[1] == 1 then
+    local head = redis.call('LINDEX', queue, 0)
+    answer[3] = head and string.match(head, '^(%x+):%d+$') or ''
+  end
+  return answer
+end
+
+-- Queues the caller behind `old`, the grant or reservation in the lock's key, and marks
+-- the key as having waiters.
+local function wait_in_line(old, until_ms, flagged)
+  if waiter == '' then
+    return
+  end
+  local keep = now + queue_ttl
+  if not flagged then
+    redis.call('SET', lock, old .. ':q', 'PXAT', math.max(until_ms, keep))
+  elseif until_ms < keep then
+    redis.call('PEXPIREAT', lock, keep, 'GT')
+  end
+  if queued and redis.call('LPOS', queue, entry) then
+    redis.call('PEXPIREAT', queue, keep, 'GT')
+  elseif redis.call('RPUSH', queue, entry) == 1 then
+    redis.call('PEXPIREAT', queue, keep)
+  else
+    redis.call('PEXPIREAT', queue, keep, 'GT')
   end
 end
 
-local left = redis.call('PTTL', quarantine)
-if left > 0 then
-  wait_in_line()
-  return {2, left}
+local old = redis.call('SET', lock, mine, 'NX', 'PXAT', ends, 'GET')
+if not old then
+  local answer = fenced(nil)
+  if queued and answer[1] == 1 then
+    -- The key had gone while this waiter was queued (a reservation nobody claimed ran
+    -- out): leave the queue, and keep the key marked for whoever is still in it.
+    redis.call('LREM', queue, 0, entry)
+    if redis.call('LLEN', queue) > 0 then
+      redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
+    end
+  end
+  return answer
 end
 
-local reserved_for_me = waiter ~= '' and current == 'W' .. waiter
-if current and not reserved_for_me then
-  wait_in_line()
+local reserved, id, until_ms, flagged = parse(old)
+if not id then
+  -- Not a value robit wrote: held, by whoever wrote it.
   return {0, redis.call('PTTL', lock)}
 end
-if not reserved_for_me and head and head ~= entry then
-  -- Free, but others have waited longer (the last holder expired instead of releasing):
-  -- hand it to the longest-waiting one, and queue behind.
-  local _, window = hand_off(lock, queue, channel, handoff)
-  wait_in_line()
-  return {0, window or 0}
+if reserved and id == waiter then
+  -- Reserved for the caller by a hand-off (which took it out of the queue).
+  return take(old, flagged)
 end
-
--- Tokens follow the server's clock in microseconds as well as the counter: whatever
--- state a restart brings back (none, an old snapshot, a replica's), the next token is
--- above every earlier one as long as the clock has not gone back.
-local now = redis.call('TIME')
-local clock = now[1] .. string.format('%06d', tonumber(now[2]))
-local token = redis.call('INCR', fence)
-if token == 1 and quarantine_ms > 0 then
-  -- The counter was missing: the namespace is new, or its state was lost (a restart
-  -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
-  -- believed in by their holders until their TTL runs out, so grant nothing for the
-  -- quarantine. (The quarantine is written before anything can fail.)
-  redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
-  redis.call('SET', fence, clock)
-  wait_in_line()
-  return {2, quarantine_ms}
+if until_ms > now then
+  wait_in_line(old, until_ms, flagged)
+  return {0, until_ms - now}
 end
-if token < tonumber(clock) then
-  redis.call('SET', fence, clock)
-  token = tonumber(clock)
+if flagged then
+  -- The holder (or the waiter it was reserved for) is gone and others have waited:
+  -- hand the lock to the longest-waiting one.
+  local next_waiter, window = hand_off(lock, queue, channel, handoff, now)
+  if next_waiter == waiter then
+    return take(old, true)
+  elseif next_waiter then
+    wait_in_line('W' .. next_waiter .. ':' .. (now + window), now + window, true)
+    return {0, window}
+  end
 end
--- A waiter granted here was first in line (or its reservation was popped already).
-if waiter ~= '' and head == entry then
-  redis.call('LPOP', queue)
-  head = redis.call('LINDEX', queue, 0)
-end
-redis.call('SET', lock, owner, 'PX', ttl)
--- The next in line, if any: a release of this grant through the same driver wakes it
--- early when it is one of that driver's waiters.
-return {1, token, head and string.match(head, '^(%x+):%d+$') or ''}
+return take(old, false)

@@ -1,11 +1,38 @@
 -- Release: delete the grant only if it is still the caller's, handing the lock to the
--- longest-waiting waiter if there is one.
--- KEYS[1] lock, KEYS[2] queue; ARGV: owner, channel, handoff_ms.
+-- longest-waiting waiter if the key says waiters may be queued. Uncontended, one GETDEL:
+-- a value that turns out not to be the caller's is put back as it was. A caller that
+-- knows its grant is gone (a renewal found it so) reads first instead.
+-- KEYS[1] lock, KEYS[2] queue; ARGV: owner, channel, handoff_ms, careful ('1': read
+-- before deleting).
 -- Returns 0 not the caller's (already gone, or someone else's); 1 released with nobody
 -- waiting; or the id of the waiter the lock is now reserved for, so that a waiter in the
 -- caller's own process can be woken without waiting for the published notification.
--- pcall: a key overwritten with another type is simply not the caller's grant.
-if redis.pcall('GET', KEYS[1]) ~= ARGV[1] then
+-- pcall: a key of another type is simply not the caller's grant (GETDEL leaves it).
+local careful = ARGV[4] == '1'
+local old = redis.pcall(careful and 'GET' or 'GETDEL', KEYS[1])
+if type(old) ~= 'string' then
   return 0
 end
-return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3]) or 1
+local reserved, id, until_ms, flagged = parse(old)
+if reserved or id ~= ARGV[1] then
+  if careful then
+    return 0
+  end
+  -- Someone else's: put it back. A value robit did not write goes back without an
+  -- expiry, as its own is unknown now.
+  if not id then
+    redis.call('SET', KEYS[1], old)
+  elseif flagged then
+    redis.call('SET', KEYS[1], old, 'PXAT', math.max(until_ms, clock() + tonumber(ARGV[3])))
+  else
+    redis.call('SET', KEYS[1], old, 'PXAT', until_ms)
+  end
+  return 0
+end
+if careful then
+  redis.call('DEL', KEYS[1])
+end
+if not flagged then
+  return 1
+end
+return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1

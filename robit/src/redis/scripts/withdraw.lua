@@ -3,7 +3,17 @@
 -- Returns 0 if nothing was reserved for the waiter; 1 if its reservation was freed with
 -- nobody else waiting; or the id of the waiter it was passed on to (as release does).
 redis.pcall('LREM', KEYS[2], 0, ARGV[2])
-if redis.pcall('GET', KEYS[1]) ~= 'W' .. ARGV[1] then
+local value = redis.pcall('GET', KEYS[1])
+if type(value) ~= 'string' then
   return 0
 end
-return hand_off(KEYS[1], KEYS[2], ARGV[3], ARGV[4]) or 1
+local reserved, id = parse(value)
+if not reserved or id ~= ARGV[1] then
+  return 0
+end
+local waiter = hand_off(KEYS[1], KEYS[2], ARGV[3], ARGV[4], clock())
+if waiter then
+  return waiter
+end
+redis.call('DEL', KEYS[1])
+return 1
