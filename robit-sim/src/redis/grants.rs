@@ -3,8 +3,9 @@
 //!
 //! This is the one place that knows robit's on-server format (robit's `redis/keys.rs`
 //! and `scripts/common.lua`): a lock lives at `{<namespace>}:lock:<name>`, holding
-//! `<owner>:<until>` while granted or `W<waiter id>:<until>` while reserved for a waiter
-//! (either perhaps followed by `:q`, the key then living past `<until>` for the queue),
+//! `<owner>:<s>:<us>:<ms>` while granted or `W<waiter id>:<s>:<us>:<ms>` while reserved
+//! for a waiter — made at TIME `<s>.<us>`, for `<ms>`, so ending at `<until>` — either
+//! perhaps followed by `:q`, the key then living past `<until>` for the queue,
 //! and the namespace's last fencing token at `{<namespace>}:fence`. A value of another
 //! form is taken as someone's grant until the key expires. A command that writes a lock's
 //! key — for a script, any lock key among its keys — is looked at before and after it
@@ -69,18 +70,30 @@ fn fence_key(key: &[u8]) -> Vec<u8> {
 }
 
 /// A lock key's value as robit writes it: `W` for a reservation, an id of hex digits,
-/// `:`, when it ends, and perhaps `:q`.
+/// when it was made as TIME answered (seconds, microseconds), for how many milliseconds,
+/// each after a `:`, and perhaps `:q`. Answers whether it is a reservation, the id, and
+/// when it ends (Unix ms).
 fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
     let value = value.strip_suffix(b":q").unwrap_or(value);
     let (reserved, value) = match value.strip_prefix(b"W") {
         Some(rest) => (true, rest),
         None => (false, value),
     };
-    let colon = value.iter().position(|&b| b == b':')?;
-    let (id, until) = (&value[..colon], &value[colon + 1..]);
-    let hex = !id.is_empty() && id.iter().all(u8::is_ascii_hexdigit);
-    let digits = !until.is_empty() && until.iter().all(u8::is_ascii_digit);
-    (hex && digits).then_some((reserved, id, parse_integer(until)?))
+    let mut parts = value.split(|&b| b == b':');
+    let id = parts
+        .next()
+        .filter(|id| !id.is_empty() && id.iter().all(u8::is_ascii_hexdigit))?;
+    let mut number = || {
+        parts
+            .next()
+            .filter(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
+            .and_then(parse_integer)
+    };
+    let (s, us, ms) = (number()?, number()?, number()?);
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((reserved, id, s * 1000 + us / 1000 + ms))
 }
 
 /// The grant in the lock's key at `key`, if an owner holds it.
@@ -238,18 +251,20 @@ mod tests {
 
     #[test]
     fn a_lock_value_is_parsed_as_robit_writes_it_and_nothing_else_is() {
-        assert_eq!(parse(b"0af:1700"), Some((false, &b"0af"[..], 1700)));
-        assert_eq!(parse(b"0af:1700:q"), Some((false, &b"0af"[..], 1700)));
-        assert_eq!(parse(b"W0af:1700:q"), Some((true, &b"0af"[..], 1700)));
+        assert_eq!(parse(b"0af:1:2500:700"), Some((false, &b"0af"[..], 1702)));
+        assert_eq!(parse(b"0af:1:2500:700:q"), Some((false, &b"0af"[..], 1702)));
+        assert_eq!(parse(b"W0af:1:2500:700:q"), Some((true, &b"0af"[..], 1702)));
         for odd in [
             &b"0af"[..],
-            b"0af:",
-            b":1700",
-            b"0ag:1700",
-            b"0af:17x0",
-            b"0af:1700:r",
-            b"W:1700",
-            b"0af:1700:q:q",
+            b"0af:1:2:",
+            b"0af:1:2",
+            b":1:2:3",
+            b"0ag:1:2:3",
+            b"0af:1:2:3x",
+            b"0af:1:2:3:r",
+            b"0af:1:2:3:4",
+            b"W:1:2:3",
+            b"0af:1:2:3:q:q",
         ] {
             assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
         }

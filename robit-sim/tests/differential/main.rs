@@ -301,14 +301,21 @@ impl Labels {
     }
 }
 
-/// A lock key's value with its end replaced by the time left until it (`now_ms`: the
-/// server's clock), or `None` if it is not of that form.
+/// A lock key's value (`<id>:<s>:<us>:<ms>`, perhaps `:q`: made at TIME `<s>.<us>` of
+/// the server's clock, for `<ms>`) with when it was made replaced by the time left until
+/// it ends (`now_ms`: the server's clock), or `None` if it is not of that form.
 fn lock_value(bytes: &[u8], now_ms: i64) -> Option<(String, i64)> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let (id, rest) = text.split_once(':')?;
-    let (until, suffix) = rest.split_once(':').unwrap_or((rest, ""));
-    let until: i64 = until.parse().ok()?;
-    Some((format!("{id}:<until>:{suffix}"), until - now_ms))
+    let (text, queued) = match text.strip_suffix(":q") {
+        Some(text) => (text, ":q"),
+        None => (text, ""),
+    };
+    let [id, s, us, ms] = text.split(':').collect::<Vec<_>>().try_into().ok()?;
+    let (s, us, ms): (i64, i64, i64) = (s.parse().ok()?, us.parse().ok()?, ms.parse().ok()?);
+    Some((
+        format!("{id}:<made>:{ms}{queued}"),
+        s * 1000 + us / 1000 + ms - now_ms,
+    ))
 }
 
 /// A reply, readable, with fencing tokens labelled and remaining times kept apart.

@@ -41,13 +41,13 @@ pub const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
     ),
     (
         "renew extends anyone's grant",
-        "if reserved or id ~= ARGV[1] then\n  return 0\nend\nlocal now = clock()",
-        "if false then\n  return 0\nend\nlocal now = clock()",
+        "if reserved or id ~= ARGV[1] then\n  return 0\nend\nlocal t, now = clock()",
+        "if false then\n  return 0\nend\nlocal t, now = clock()",
     ),
     (
-        "one byte: a grant ends a TTL before it is made",
-        "local ends = now + ttl\n",
-        "local ends = now - ttl\n",
+        "one byte: a grant's end is read with its seconds a tenth of what they are",
+        "tonumber(s) * 1000",
+        "tonumber(s) * 100",
     ),
 ];
 

@@ -61,10 +61,12 @@ enum First {
     WaiterFirstTry,
 }
 
-/// A lock key's value: `id`, ending `ms` after the simulation's start, and a suffix.
-fn value(id: &str, ms: u64, suffix: &str) -> Frame {
-    let until = (EPOCH + at(ms)).as_millis();
-    Frame::bulk(format!("{id}:{until}{suffix}"))
+/// A lock key's value: `id`'s, made `made` ms after the simulation's start (as TIME
+/// answers it then), for `ms`, and a suffix.
+fn value(id: &str, made: u64, ms: u64, suffix: &str) -> Frame {
+    let clock = EPOCH + at(made);
+    let (s, us) = (clock.as_secs(), clock.subsec_micros());
+    Frame::bulk(format!("{id}:{s}:{us}:{ms}{suffix}"))
 }
 
 struct Backend {

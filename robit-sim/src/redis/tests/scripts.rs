@@ -13,7 +13,7 @@ fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
     // The grant and when it ends, and a key that expires then.
     assert_eq!(
         backend.run(at(1_500), &["GET", LOCK]),
-        value(OWNER_A, 11_500, "")
+        value(OWNER_A, 1_500, 10_000, "")
     );
     assert_eq!(backend.run(at(2_000), &["PTTL", LOCK]), int(9_500));
     let counter = clock_token(at(1_500)).to_string();
@@ -49,7 +49,7 @@ fn a_held_lock_answers_its_time_left_and_queues_a_waiter_once_but_not_a_single_t
     assert_eq!(backend.run(at(4_000), &["EXISTS", QUEUE]), int(0));
     assert_eq!(
         backend.run(at(4_000), &["GET", LOCK]),
-        value(OWNER_A, 10_000, "")
+        value(OWNER_A, 0, 10_000, "")
     );
     let waiter = Some((WAITER_B, 300));
     let first = backend.acquire_as(4_000, OWNER_B, "10000", waiter, "0", First::WaiterFirstTry);
@@ -70,7 +70,7 @@ fn a_held_lock_answers_its_time_left_and_queues_a_waiter_once_but_not_a_single_t
     // until the later of that end and the queue's.
     assert_eq!(
         backend.run(at(4_100), &["GET", LOCK]),
-        value(OWNER_A, 10_000, ":q")
+        value(OWNER_A, 0, 10_000, ":q")
     );
     assert_eq!(backend.run(at(9_000), &["PTTL", LOCK]), int(1_000));
     assert_eq!(
@@ -94,7 +94,7 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     let reservation = format!("W{WAITER_B}");
     assert_eq!(
         backend.run(at(20), &["GET", LOCK]),
-        value(&reservation, 620, ":q")
+        value(&reservation, 20, 600, ":q")
     );
     assert_eq!(backend.run(at(20), &["PTTL", LOCK]), int(600));
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
@@ -108,7 +108,7 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     assert_eq!(backend.run(at(40), &["EXISTS", QUEUE]), int(0));
     assert_eq!(
         backend.run(at(40), &["GET", LOCK]),
-        value(OWNER_B, 10_040, ":q")
+        value(OWNER_B, 40, 10_000, ":q")
     );
     let kinds = backend.kinds();
     assert_eq!(kinds.len(), 3);
@@ -141,7 +141,7 @@ fn a_queued_waiter_that_finds_the_key_gone_takes_the_lock_and_leaves_it_marked_f
     );
     assert_eq!(
         backend.run(at(4), &["GET", LOCK]),
-        value(OWNER_B, 10_004, ":q")
+        value(OWNER_B, 4, 10_000, ":q")
     );
     // So its release hands the lock on.
     assert_eq!(backend.release(5, OWNER_B), Frame::bulk(WAITER_C));
@@ -162,7 +162,7 @@ fn a_lock_whose_holder_expired_with_waiters_queued_is_handed_on_by_the_next_acqu
     let reservation = format!("W{WAITER_B}");
     assert_eq!(
         backend.run(at(1_001), &["GET", LOCK]),
-        value(&reservation, 1_501, ":q")
+        value(&reservation, 1_001, 500, ":q")
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
     // The waiter handed the lock polls first: it is granted at once.
@@ -257,7 +257,7 @@ fn renew_and_release_touch_only_the_callers_own_grant() {
     assert_eq!(backend.release(600, OWNER_B), int(0));
     assert_eq!(
         backend.run(at(600), &["GET", LOCK]),
-        value(OWNER_A, 20_500, "")
+        value(OWNER_A, 500, 20_000, "")
     );
     assert_eq!(backend.run(at(600), &["PTTL", LOCK]), int(19_900));
     assert_eq!(backend.release(700, OWNER_A), int(1));
@@ -301,7 +301,7 @@ fn renewing_a_grant_with_waiters_keeps_the_key_alive_for_them() {
     assert_eq!(backend.renew(500, OWNER_A, "1000"), int(1));
     assert_eq!(
         backend.run(at(500), &["GET", LOCK]),
-        value(OWNER_A, 1_500, ":q")
+        value(OWNER_A, 500, 1_000, ":q")
     );
     assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(3_510));
     assert_eq!(backend.renew(600, OWNER_A, "9000"), int(1));
@@ -332,7 +332,7 @@ fn withdraw_leaves_the_queue_and_passes_on_the_waiters_reservation() {
     let reservation = format!("W{WAITER_C}");
     assert_eq!(
         backend.run(at(6), &["GET", LOCK]),
-        value(&reservation, 506, ":q")
+        value(&reservation, 6, 500, ":q")
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_C)));
     // The last waiter withdrawing frees the lock: nobody to pass it to.

@@ -1,6 +1,6 @@
 -- Acquire: one round trip. Grants the lock, queues the caller fairly, or refuses during
 -- a quarantine after state loss. Uncontended, it runs TIME, one SET on the lock and one
--- on the fencing counter.
+-- on the fencing counter, and turns no number into text.
 --
 -- KEYS[1] lock       see common.lua
 -- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it
@@ -15,13 +15,20 @@
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
 local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, ttl, waiter, entry = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[4]
+local owner, ttl_arg, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
 
-local now, micros = clock()
-local ends = now + ttl
-local mine = owner .. ':' .. ends
+local t = redis.call('TIME')
+local mine = stamp(owner, t, ttl_arg)
+-- Unix µs, the clock's candidate for the token.
+local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+-- The clock in Unix ms, and when the caller's grant would end: off the uncontended path.
+local now, ends
+local function times()
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  ends = now + tonumber(ttl_arg)
+end
 
 -- Puts back what the lock's key held before this script (nothing, or `old`).
 local function undo(old)
@@ -29,6 +36,7 @@ local function undo(old)
     redis.call('DEL', lock)
     return
   end
+  times()
   local _, _, until_ms, flagged = parse(old)
   redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
 end
@@ -39,6 +47,10 @@ end
 -- as the clock has not gone back. Or find the namespace quarantined, and undo.
 local function fenced(old)
   local last = redis.call('SET', fence, micros, 'GET')
+  local number = tonumber(last)
+  if number and number < tonumber(micros) then
+    return {1, tonumber(micros), ''}
+  end
   if not last then
     -- The counter was missing: the namespace is new, or its state was lost (a restart
     -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
@@ -52,8 +64,8 @@ local function fenced(old)
     end
     return {1, tonumber(micros), '', 1}
   end
-  local number, marked = string.match(last, '^(%d+)(q?)$')
-  if not number then
+  local digits, marked = string.match(last, '^(%d+)(q?)$')
+  if not digits then
     redis.call('SET', fence, last)
     undo(old)
     return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
@@ -67,7 +79,7 @@ local function fenced(old)
       return {2, left}
     end
   end
-  local token = tonumber(number) + 1
+  local token = tonumber(digits) + 1
   if token > tonumber(micros) then
     redis.call('SET', fence, string.format('%d', token))
   else
@@ -81,9 +93,10 @@ end
 -- line, which a release through the same driver wakes as soon as it is sent.
 local function take(old, flagged)
   if not flagged then
-    redis.call('SET', lock, mine, 'PXAT', ends)
+    redis.call('SET', lock, mine, 'PX', ttl_arg)
     return fenced(old)
   end
+  times()
   redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
   local answer = fenced(old)
   if answer[1] == 1 then
@@ -114,7 +127,7 @@ local function wait_in_line(old, until_ms, flagged)
   end
 end
 
-local old = redis.call('SET', lock, mine, 'NX', 'PXAT', ends, 'GET')
+local old = redis.call('SET', lock, mine, 'NX', 'PX', ttl_arg, 'GET')
 if not old then
   local answer = fenced(nil)
   if queued and answer[1] == 1 then
@@ -122,12 +135,14 @@ if not old then
     -- out): leave the queue, and keep the key marked for whoever is still in it.
     redis.call('LREM', queue, 0, entry)
     if redis.call('LLEN', queue) > 0 then
+      times()
       redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
     end
   end
   return answer
 end
 
+times()
 local reserved, id, until_ms, flagged = parse(old)
 if not id then
   -- Not a value robit wrote: held, by whoever wrote it.
@@ -144,11 +159,11 @@ end
 if flagged then
   -- The holder (or the waiter it was reserved for) is gone and others have waited:
   -- hand the lock to the longest-waiting one.
-  local next_waiter, window = hand_off(lock, queue, channel, handoff, now)
+  local next_waiter, window = hand_off(lock, queue, channel, handoff, t, now)
   if next_waiter == waiter then
     return take(old, true)
   elseif next_waiter then
-    wait_in_line('W' .. next_waiter .. ':' .. (now + window), now + window, true)
+    wait_in_line(stamp('W' .. next_waiter, t, window), now + window, true)
     return {0, window}
   end
 end

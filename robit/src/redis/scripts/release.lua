@@ -13,6 +13,14 @@ local old = redis.pcall(careful and 'GET' or 'GETDEL', KEYS[1])
 if type(old) ~= 'string' then
   return 0
 end
+-- The caller's own grant with nobody waiting, told apart without parsing it.
+local ours = string.sub(old, 1, #ARGV[1] + 1) == ARGV[1] .. ':'
+if ours and string.sub(old, -2) ~= ':q' then
+  if careful then
+    redis.call('DEL', KEYS[1])
+  end
+  return 1
+end
 local reserved, id, until_ms, flagged = parse(old)
 if reserved or id ~= ARGV[1] then
   if careful then
@@ -23,7 +31,8 @@ if reserved or id ~= ARGV[1] then
   if not id then
     redis.call('SET', KEYS[1], old)
   elseif flagged then
-    redis.call('SET', KEYS[1], old, 'PXAT', math.max(until_ms, clock() + tonumber(ARGV[3])))
+    local _, now = clock()
+    redis.call('SET', KEYS[1], old, 'PXAT', math.max(until_ms, now + tonumber(ARGV[3])))
   else
     redis.call('SET', KEYS[1], old, 'PXAT', until_ms)
   end
@@ -31,8 +40,5 @@ if reserved or id ~= ARGV[1] then
 end
 if careful then
   redis.call('DEL', KEYS[1])
-end
-if not flagged then
-  return 1
 end
 return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1

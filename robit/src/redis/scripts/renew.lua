@@ -9,16 +9,15 @@ local reserved, id, until_ms, flagged = parse(value)
 if reserved or id ~= ARGV[1] then
   return 0
 end
-local now = clock()
+local t, now = clock()
 if until_ms <= now then
   -- Ended; the key lives on only for the waiters.
   return 0
 end
-local ends = now + tonumber(ARGV[2])
 if flagged then
-  redis.call('SET', KEYS[1], id .. ':' .. ends .. ':q', 'KEEPTTL')
-  redis.call('PEXPIREAT', KEYS[1], ends, 'GT')
+  redis.call('SET', KEYS[1], stamp(id, t, ARGV[2]) .. ':q', 'KEEPTTL')
+  redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]), 'GT')
 else
-  redis.call('SET', KEYS[1], id .. ':' .. ends, 'PXAT', ends)
+  redis.call('SET', KEYS[1], stamp(id, t, ARGV[2]), 'PX', ARGV[2])
 end
 return 1
