@@ -8,8 +8,8 @@
 //! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
 //! redis-rs's. The `redis::Script`s here provide each script's hash and text.
 //!
-//! Every script starts with `scripts/common.lua`: the lock key's format, the server's
-//! clock, and the hand-off, prepended at load.
+//! Every script includes `scripts/common.lua`: the lock key's format, the server's clock,
+//! and the hand-off. Acquire and release run their uncontended path before it.
 
 use std::io::Write;
 use std::sync::LazyLock;
@@ -28,20 +28,24 @@ use crate::driver::{Waiter, hex128};
 /// by their SHA1 without keeping a copy of them that could drift.
 #[doc(hidden)]
 pub mod sources {
-    /// Acquire: grant, queue, or refuse during a quarantine.
+    /// Acquire: grant, queue, or refuse during a quarantine. The uncontended grant comes
+    /// before the common prelude, whose function definitions would cost it as much again.
     pub const ACQUIRE: &str = concat!(
+        include_str!("scripts/acquire.lua"),
         include_str!("scripts/common.lua"),
-        include_str!("scripts/acquire.lua")
+        include_str!("scripts/acquire_rest.lua")
     );
     /// Renew: extend the caller's own grant.
     pub const RENEW: &str = concat!(
         include_str!("scripts/common.lua"),
         include_str!("scripts/renew.lua")
     );
-    /// Release: free the caller's own grant, handing it to the first waiter.
+    /// Release: free the caller's own grant, handing it to the first waiter. The
+    /// uncontended release comes before the common prelude, as acquire's does.
     pub const RELEASE: &str = concat!(
+        include_str!("scripts/release.lua"),
         include_str!("scripts/common.lua"),
-        include_str!("scripts/release.lua")
+        include_str!("scripts/release_rest.lua")
     );
     /// Withdraw: a waiter leaves the queue and passes on its reservation.
     pub const WITHDRAW: &str = concat!(

@@ -350,7 +350,7 @@ fn a_key_of_the_wrong_type_fails_acquire_before_any_write_but_release_just_answe
     let source = RobitScript::Acquire.source();
     let line = 1 + source
         .lines()
-        .position(|l| l.contains("redis.call('SET', lock, mine, 'NX'"))
+        .position(|l| l.contains("redis.call('SET', KEYS[1], mine, 'NX'"))
         .unwrap();
     let expected = format!(
         "WRONGTYPE Operation against a key holding the wrong kind of value script: {}, on \

@@ -1,6 +1,9 @@
 -- Acquire: one round trip. Grants the lock, queues the caller fairly, or refuses during
--- a quarantine after state loss. Uncontended, it runs TIME, one SET on the lock and one
--- on the fencing counter, and turns no number into text.
+-- a quarantine after state loss.
+--
+-- The uncontended path comes first, before any function is defined (defining them costs
+-- as much again): TIME, one SET on the lock and one on the fencing counter, with no
+-- number turned into text. Everything else follows common.lua, in acquire_rest.lua.
 --
 -- KEYS[1] lock       see common.lua
 -- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it
@@ -14,157 +17,18 @@
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
-local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local owner, ttl_arg, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
-local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
-local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
-
 local t = redis.call('TIME')
-local mine = stamp(owner, t, ttl_arg)
+local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. ARGV[2]
+local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- Unix µs, the clock's candidate for the token.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
--- The clock in Unix ms, and when the caller's grant would end: off the uncontended path.
-local now, ends
-local function times()
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  ends = now + tonumber(ttl_arg)
-end
-
--- Puts back what the lock's key held before this script (nothing, or `old`).
-local function undo(old)
-  if not old then
-    redis.call('DEL', lock)
-    return
-  end
-  times()
-  local _, _, until_ms, flagged = parse(old)
-  redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
-end
-
--- The lock's key now holds the caller's grant: issue its fencing token, the larger of
--- the last token plus one and the server's clock in microseconds, so that tokens keep
--- increasing across any restart (without persistence, or from an older snapshot) as long
--- as the clock has not gone back. Or find the namespace quarantined, and undo.
-local function fenced(old)
-  local last = redis.call('SET', fence, micros, 'GET')
+-- The fencing counter's last token, read as the grant's is written: `nil` until then.
+local last
+if not old then
+  last = redis.call('SET', KEYS[3], micros, 'GET')
   local number = tonumber(last)
-  if number and number < tonumber(micros) then
+  if number and number < tonumber(micros) and ARGV[10] ~= '1' then
     return {1, tonumber(micros), ''}
   end
-  if not last then
-    -- The counter was missing: the namespace is new, or its state was lost (a restart
-    -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
-    -- believed in by their holders until their TTL runs out, so grant nothing for the
-    -- quarantine when the caller knows the namespace existed.
-    if lost and quarantine_ms > 0 then
-      redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
-      redis.call('SET', fence, micros .. 'q')
-      undo(old)
-      return {2, quarantine_ms}
-    end
-    return {1, tonumber(micros), '', 1}
-  end
-  local digits, marked = string.match(last, '^(%d+)(q?)$')
-  if not digits then
-    redis.call('SET', fence, last)
-    undo(old)
-    return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
-      .. 'robit did not write; delete the key to let the namespace start again')
-  end
-  if marked == 'q' then
-    local left = redis.call('PTTL', quarantine)
-    if left > 0 or left == -1 then
-      redis.call('SET', fence, last)
-      undo(old)
-      return {2, left}
-    end
-  end
-  local token = tonumber(digits) + 1
-  if token > tonumber(micros) then
-    redis.call('SET', fence, string.format('%d', token))
-  else
-    token = tonumber(micros)
-  end
-  return {1, token, ''}
 end
 
--- Writes the caller's grant over `old` (its reservation, or an expired grant), keeping
--- the key alive for the queue when `flagged`; the answer then names the waiter first in
--- line, which a release through the same driver wakes as soon as it is sent.
-local function take(old, flagged)
-  if not flagged then
-    redis.call('SET', lock, mine, 'PX', ttl_arg)
-    return fenced(old)
-  end
-  times()
-  redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
-  local answer = fenced(old)
-  if answer[1] == 1 then
-    local head = redis.call('LINDEX', queue, 0)
-    answer[3] = head and string.match(head, '^(%x+):%d+$') or ''
-  end
-  return answer
-end
-
--- Queues the caller behind `old`, the grant or reservation in the lock's key, and marks
--- the key as having waiters.
-local function wait_in_line(old, until_ms, flagged)
-  if waiter == '' then
-    return
-  end
-  local keep = now + queue_ttl
-  if not flagged then
-    redis.call('SET', lock, old .. ':q', 'PXAT', math.max(until_ms, keep))
-  elseif until_ms < keep then
-    redis.call('PEXPIREAT', lock, keep, 'GT')
-  end
-  if queued and redis.call('LPOS', queue, entry) then
-    redis.call('PEXPIREAT', queue, keep, 'GT')
-  elseif redis.call('RPUSH', queue, entry) == 1 then
-    redis.call('PEXPIREAT', queue, keep)
-  else
-    redis.call('PEXPIREAT', queue, keep, 'GT')
-  end
-end
-
-local old = redis.call('SET', lock, mine, 'NX', 'PX', ttl_arg, 'GET')
-if not old then
-  local answer = fenced(nil)
-  if queued and answer[1] == 1 then
-    -- The key had gone while this waiter was queued (a reservation nobody claimed ran
-    -- out): leave the queue, and keep the key marked for whoever is still in it.
-    redis.call('LREM', queue, 0, entry)
-    if redis.call('LLEN', queue) > 0 then
-      times()
-      redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
-    end
-  end
-  return answer
-end
-
-times()
-local reserved, id, until_ms, flagged = parse(old)
-if not id then
-  -- Not a value robit wrote: held, by whoever wrote it.
-  return {0, redis.call('PTTL', lock)}
-end
-if reserved and id == waiter then
-  -- Reserved for the caller by a hand-off (which took it out of the queue).
-  return take(old, flagged)
-end
-if until_ms > now then
-  wait_in_line(old, until_ms, flagged)
-  return {0, until_ms - now}
-end
-if flagged then
-  -- The holder (or the waiter it was reserved for) is gone and others have waited:
-  -- hand the lock to the longest-waiting one.
-  local next_waiter, window = hand_off(lock, queue, channel, handoff, t, now)
-  if next_waiter == waiter then
-    return take(old, true)
-  elseif next_waiter then
-    wait_in_line(stamp('W' .. next_waiter, t, window), now + window, true)
-    return {0, window}
-  end
-end
-return take(old, false)

@@ -1,4 +1,5 @@
--- Shared by every script; prepended to each when it is loaded.
+-- Shared by every script; included in each when it is loaded (after the uncontended path
+-- of acquire and release).
 --
 -- A lock's key holds "<owner>:<s>:<us>:<ttl>" while granted, or
 -- "W<waiter id>:<s>:<us>:<window>" while reserved for the longest-waiting waiter: when it

@@ -8,6 +8,8 @@
 -- waiting; or the id of the waiter the lock is now reserved for, so that a waiter in the
 -- caller's own process can be woken without waiting for the published notification.
 -- pcall: a key of another type is simply not the caller's grant (GETDEL leaves it).
+-- The caller's own unmarked grant is handled first, before common.lua's functions are
+-- defined; the rest is in release_rest.lua.
 local careful = ARGV[4] == '1'
 local old = redis.pcall(careful and 'GET' or 'GETDEL', KEYS[1])
 if type(old) ~= 'string' then
@@ -21,24 +23,3 @@ if ours and string.sub(old, -2) ~= ':q' then
   end
   return 1
 end
-local reserved, id, until_ms, flagged = parse(old)
-if reserved or id ~= ARGV[1] then
-  if careful then
-    return 0
-  end
-  -- Someone else's: put it back. A value robit did not write goes back without an
-  -- expiry, as its own is unknown now.
-  if not id then
-    redis.call('SET', KEYS[1], old)
-  elseif flagged then
-    local _, now = clock()
-    redis.call('SET', KEYS[1], old, 'PXAT', math.max(until_ms, now + tonumber(ARGV[3])))
-  else
-    redis.call('SET', KEYS[1], old, 'PXAT', until_ms)
-  end
-  return 0
-end
-if careful then
-  redis.call('DEL', KEYS[1])
-end
-return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1

@@ -1,0 +1,153 @@
+-- Acquire, continued: everything but the uncontended grant (see acquire.lua).
+local lock, queue, fence, quarantine = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, ttl_arg, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
+
+-- The clock in Unix ms, and when the caller's grant would end: off the uncontended path.
+local now, ends
+local function times()
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  ends = now + tonumber(ttl_arg)
+end
+
+-- Puts back what the lock's key held before this script (nothing, or `old`).
+local function undo(old)
+  if not old then
+    redis.call('DEL', lock)
+    return
+  end
+  times()
+  local _, _, until_ms, flagged = parse(old)
+  redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
+end
+
+-- The lock's key now holds the caller's grant: issue its fencing token, the larger of
+-- the last token plus one and the server's clock in microseconds, so that tokens keep
+-- increasing across any restart (without persistence, or from an older snapshot) as long
+-- as the clock has not gone back. Or find the namespace quarantined, and undo. `read`:
+-- the counter was written already, and held `last`.
+local function fenced(old, read)
+  if not read then
+    last = redis.call('SET', fence, micros, 'GET')
+  end
+  local number = tonumber(last)
+  if number and number < tonumber(micros) then
+    return {1, tonumber(micros), ''}
+  end
+  if not last then
+    -- The counter was missing: the namespace is new, or its state was lost (a restart
+    -- without persistence, FLUSHALL, eviction). Grants made before a loss may still be
+    -- believed in by their holders until their TTL runs out, so grant nothing for the
+    -- quarantine when the caller knows the namespace existed.
+    if lost and quarantine_ms > 0 then
+      redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
+      redis.call('SET', fence, micros .. 'q')
+      undo(old)
+      return {2, quarantine_ms}
+    end
+    return {1, tonumber(micros), '', 1}
+  end
+  local digits, marked = string.match(last, '^(%d+)(q?)$')
+  if not digits then
+    redis.call('SET', fence, last)
+    undo(old)
+    return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
+      .. 'robit did not write; delete the key to let the namespace start again')
+  end
+  if marked == 'q' then
+    local left = redis.call('PTTL', quarantine)
+    if left > 0 or left == -1 then
+      redis.call('SET', fence, last)
+      undo(old)
+      return {2, left}
+    end
+  end
+  local token = tonumber(digits) + 1
+  if token > tonumber(micros) then
+    redis.call('SET', fence, string.format('%d', token))
+  else
+    token = tonumber(micros)
+  end
+  return {1, token, ''}
+end
+
+-- Writes the caller's grant over `old` (its reservation, or an expired grant), keeping
+-- the key alive for the queue when `flagged`; the answer then names the waiter first in
+-- line, which a release through the same driver wakes as soon as it is sent.
+local function take(old, flagged)
+  if not flagged then
+    redis.call('SET', lock, mine, 'PX', ttl_arg)
+    return fenced(old)
+  end
+  times()
+  redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
+  local answer = fenced(old)
+  if answer[1] == 1 then
+    local head = redis.call('LINDEX', queue, 0)
+    answer[3] = head and string.match(head, '^(%x+):%d+$') or ''
+  end
+  return answer
+end
+
+-- Queues the caller behind `old`, the grant or reservation in the lock's key, and marks
+-- the key as having waiters.
+local function wait_in_line(old, until_ms, flagged)
+  if waiter == '' then
+    return
+  end
+  local keep = now + queue_ttl
+  if not flagged then
+    redis.call('SET', lock, old .. ':q', 'PXAT', math.max(until_ms, keep))
+  elseif until_ms < keep then
+    redis.call('PEXPIREAT', lock, keep, 'GT')
+  end
+  if queued and redis.call('LPOS', queue, entry) then
+    redis.call('PEXPIREAT', queue, keep, 'GT')
+  elseif redis.call('RPUSH', queue, entry) == 1 then
+    redis.call('PEXPIREAT', queue, keep)
+  else
+    redis.call('PEXPIREAT', queue, keep, 'GT')
+  end
+end
+
+if not old then
+  local answer = fenced(nil, true)
+  if queued and answer[1] == 1 then
+    -- The key had gone while this waiter was queued (a reservation nobody claimed ran
+    -- out): leave the queue, and keep the key marked for whoever is still in it.
+    redis.call('LREM', queue, 0, entry)
+    if redis.call('LLEN', queue) > 0 then
+      times()
+      redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
+    end
+  end
+  return answer
+end
+
+times()
+local reserved, id, until_ms, flagged = parse(old)
+if not id then
+  -- Not a value robit wrote: held, by whoever wrote it.
+  return {0, redis.call('PTTL', lock)}
+end
+if reserved and id == waiter then
+  -- Reserved for the caller by a hand-off (which took it out of the queue).
+  return take(old, flagged)
+end
+if until_ms > now then
+  wait_in_line(old, until_ms, flagged)
+  return {0, until_ms - now}
+end
+if flagged then
+  -- The holder (or the waiter it was reserved for) is gone and others have waited:
+  -- hand the lock to the longest-waiting one.
+  local next_waiter, window = hand_off(lock, queue, channel, handoff, t, now)
+  if next_waiter == waiter then
+    return take(old, true)
+  elseif next_waiter then
+    wait_in_line(stamp('W' .. next_waiter, t, window), now + window, true)
+    return {0, window}
+  end
+end
+return take(old, false)
