@@ -242,6 +242,11 @@ enum Call {
         queue_ttl: Num,
         handoff: Num,
         quarantine: Num,
+        /// Whether the caller's driver has seen the namespace (a missing counter is then
+        /// lost state).
+        lost: bool,
+        /// Whether an earlier attempt of this waiter may have queued it.
+        queued: bool,
     },
     Renew {
         ns: u8,
@@ -254,6 +259,8 @@ enum Call {
         name: u8,
         owner: u8,
         handoff: Num,
+        /// Whether the caller knows its grant is gone (read before deleting).
+        careful: bool,
     },
     Withdraw {
         ns: u8,
@@ -302,6 +309,8 @@ impl Call {
                 queue_ttl,
                 handoff,
                 quarantine,
+                lost,
+                queued,
             } => {
                 let (id, entry) = match in_line {
                     Some((id, poll)) => (waiter(id), entry(id, poll)),
@@ -323,6 +332,8 @@ impl Call {
                     channel(ns),
                     handoff.word(),
                     quarantine.word(),
+                    flag(lost),
+                    flag(queued),
                 ];
                 (keys, args)
             }
@@ -337,9 +348,10 @@ impl Call {
                 name,
                 owner: who,
                 handoff,
+                careful,
             } => (
                 vec![lock_key(ns, name), queue_key(ns, name)],
-                vec![owner(who), channel(ns), handoff.word()],
+                vec![owner(who), channel(ns), handoff.word(), flag(careful)],
             ),
             Self::Withdraw {
                 ns,
@@ -353,6 +365,11 @@ impl Call {
             ),
         }
     }
+}
+
+/// A flag as the scripts take it.
+fn flag(on: bool) -> Vec<u8> {
+    if on { b"1".to_vec() } else { b"0".to_vec() }
 }
 
 #[derive(Arbitrary, Debug, Clone, Copy)]
@@ -681,14 +698,22 @@ fn check_script(model: &mut Model, call: &Call, via: Via, reply: &Frame, events:
         (Call::Acquire { owner: who, .. }, Frame::Array(pair)) => {
             let (status, value) = match pair.as_slice() {
                 [Frame::Integer(status @ (0 | 2)), Frame::Integer(value)] => (status, value),
-                [Frame::Integer(status @ 1), Frame::Integer(value), Frame::Bulk(next)] => {
+                [Frame::Integer(status @ 1), Frame::Integer(value), Frame::Bulk(next)]
+                | [
+                    Frame::Integer(status @ 1),
+                    Frame::Integer(value),
+                    Frame::Bulk(next),
+                    Frame::Integer(1),
+                ] => {
                     assert!(
                         next.iter().all(u8::is_ascii_hexdigit),
                         "a grant named {next:?} as next in line, not a waiter id"
                     );
                     (status, value)
                 }
-                _ => panic!("acquire answered {reply:?}, not [0|2, value] or [1, fence, next]"),
+                _ => panic!(
+                    "acquire answered {reply:?}, not [0|2, value] or [1, fence, next(, 1)]"
+                ),
             };
             let granted: Vec<_> = events
                 .iter()
