@@ -332,3 +332,57 @@ async fn many_mutexes_share_one_connection_and_one_subscription_which_ends_with_
     })
     .await;
 }
+
+/// Every command the server ran since `CONFIG RESETSTAT`, by name, the scripts' own calls
+/// included, less that `CONFIG RESETSTAT` and the `INFO` that reads them.
+async fn commands_run(admin: &mut redis::aio::MultiplexedConnection) -> BTreeMap<String, u64> {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(admin)
+        .await
+        .unwrap();
+    let mut counts = BTreeMap::new();
+    for line in info.lines() {
+        let Some((name, stats)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|line| line.split_once(':'))
+        else {
+            continue;
+        };
+        let calls = stats
+            .split(',')
+            .find_map(|stat| stat.strip_prefix("calls="))
+            .and_then(|calls| calls.parse::<u64>().ok())
+            .unwrap();
+        if name != "info" && name != "config|resetstat" {
+            counts.insert(name.to_owned(), calls);
+        }
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
+    let server = RedisServer::start();
+    let mutex = Mutex::builder("counted", driver(&server))
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    // The first cycle loads the scripts and creates the namespace.
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    for _ in 0..10 {
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+    }
+    let expected: BTreeMap<String, u64> =
+        [("evalsha", 20), ("time", 10), ("set", 20), ("getdel", 10)]
+            .into_iter()
+            .map(|(name, calls)| (name.to_owned(), calls))
+            .collect();
+    assert_eq!(commands_run(&mut admin).await, expected);
+}
