@@ -10,14 +10,16 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use robit::Mutex;
+use robit::redis::RedisDriver;
 use robit_test_support::bench::{TTL, runtime};
-use robit_test_support::redis::{RedisServer, driver};
+use robit_test_support::redis::RedisServer;
 use rslock::LockManager;
 
 fn lock_cycle(c: &mut Criterion) {
     let server = RedisServer::start();
     let runtime = runtime();
-    let mutex = Mutex::builder("criterion", driver(&server))
+    let driver = RedisDriver::builder(&server.url()).build().unwrap();
+    let mutex = Mutex::builder("criterion", driver)
         .ttl(TTL)
         .build()
         .unwrap();

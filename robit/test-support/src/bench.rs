@@ -24,16 +24,13 @@ pub fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// robit's Redis driver for `server`, its command connection counting round trips into
-/// `round_trips`. Default settings but the quarantine, which is off only because the
-/// server is fresh: its first grant would otherwise wait the quarantine out. The
-/// acquire script checks the quarantine either way.
+/// `round_trips`, with default settings: its first lock creates the namespace.
 pub fn robit_driver(
     server: &RedisServer,
     round_trips: &Arc<AtomicU64>,
 ) -> RedisDriver<CountingConnector> {
     let url = UrlConnector::new(&server.url()).unwrap();
     RedisDriver::with_connector(CountingConnector::new(url, round_trips))
-        .quarantine(Duration::ZERO)
         .build()
         .unwrap()
 }
