@@ -1,5 +1,6 @@
 //! The Redis driver under server faults: restarts without persistence, SIGSTOP, killed
-//! connections, SCRIPT FLUSH, FLUSHALL, evicted or overwritten keys.
+//! connections, SCRIPT FLUSH, FLUSHALL, evicted or overwritten keys. The quarantine
+//! itself, and the first use of a namespace, are in `redis_quarantine.rs`.
 //!
 //! Real time throughout. The assertions are about order — who was told what, before
 //! whom — and about never having two holders, recorded as belief intervals.
@@ -13,10 +14,10 @@ use std::time::Duration;
 
 use common::within;
 use redis::AsyncCommands;
-use robit::redis::{FirstUse, RedisDriver, script_sources};
+use robit::redis::{RedisDriver, script_sources};
 use robit::{
-    Acquire, AcquireRequest, Driver, LockError, LockName, LossReason, Mutex, OwnerToken, Renewal,
-    UnlockError, Waiter,
+    Acquire, AcquireRequest, Driver, LockName, LossReason, Mutex, OwnerToken, Renewal, UnlockError,
+    Waiter,
 };
 use support::RedisServer;
 use tokio::time::Instant;
@@ -454,107 +455,4 @@ async fn a_connection_that_silently_stops_answering_is_replaced() {
     .await
     .unwrap();
     guard.unlock().await.unwrap();
-}
-
-// On one thread: the captured log is this thread's.
-#[tokio::test]
-async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it() {
-    let server = RedisServer::start();
-    let captured = common::Captured::default();
-    let _logs = captured.install();
-    let driver = RedisDriver::builder(&server.url())
-        .quarantine(QUARANTINE)
-        .first_use(FirstUse::Quarantine)
-        .build()
-        .unwrap();
-    let mutex = || {
-        Mutex::builder("quarantined", driver.clone())
-            .ttl(TTL)
-            .build()
-            .unwrap()
-    };
-    // A fresh server: the namespace's counter is missing, as after a loss of state, and
-    // this driver takes no missing namespace for a new one.
-    match mutex().try_lock().await {
-        Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
-        other => panic!("expected a quarantine, got {other:?}"),
-    }
-    let waiters: Vec<_> = (0..3)
-        .map(|_| {
-            let mutex = mutex();
-            tokio::spawn(async move { mutex.lock().await.unwrap().unlock().await.unwrap() })
-        })
-        .collect();
-    for waiter in waiters {
-        within(LONG, "a waiter", waiter).await.unwrap();
-    }
-    let warnings: Vec<String> = captured
-        .lines()
-        .into_iter()
-        .filter(|line| line.contains("quarantine ends at"))
-        .collect();
-    assert_eq!(warnings.len(), 1, "{warnings:#?}");
-    assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
-    // The end, as a UTC time: `… ends at 2026-11-24T21:50:02Z; …`.
-    assert!(warnings[0].contains("Z; waiters sleep"), "{}", warnings[0]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_first_lock_on_a_fresh_server_is_granted_at_once() {
-    let server = RedisServer::start();
-    let mutex = Mutex::builder("first", driver(&server, QUARANTINE))
-        .ttl(TTL)
-        .build()
-        .unwrap();
-    let started = Instant::now();
-    let guard = within(LONG, "the first lock", mutex.lock()).await.unwrap();
-    let took = started.elapsed();
-    assert!(took < Duration::from_millis(500), "took {took:?}");
-    guard.unlock().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_restart_without_persistence_only_a_driver_that_never_saw_the_namespace_creates_it()
-{
-    let mut server = RedisServer::start();
-    let seen = driver(&server, QUARANTINE);
-    let mutex = |driver: &RedisDriver| {
-        Mutex::builder("restarted", driver.clone())
-            .ttl(TTL)
-            .build()
-            .unwrap()
-    };
-    mutex(&seen).lock().await.unwrap().unlock().await.unwrap();
-    tokio::task::block_in_place(|| server.restart());
-    // Its connection broke with the restart: the next call reconnects.
-    let _ = seen.ping().await;
-    let strict = RedisDriver::builder(&server.url())
-        .quarantine(QUARANTINE)
-        .first_use(FirstUse::Quarantine)
-        .build()
-        .unwrap();
-    // The driver that saw the namespace, and a strict one, find it lost.
-    for driver in [&seen, &strict] {
-        match within(LONG, "a try", mutex(driver).try_lock()).await {
-            Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
-            other => panic!("expected a quarantine, got {other:?}"),
-        }
-    }
-    // A quarantine running is honoured by a driver that never saw the namespace.
-    let new = driver(&server, QUARANTINE);
-    assert!(matches!(
-        mutex(&new).try_lock().await,
-        Err(LockError::Quarantined { .. })
-    ));
-    // The trade-off of FirstUse::Create: had the namespace not been quarantined by then,
-    // a new driver would have taken it for a new one.
-    tokio::task::block_in_place(|| server.restart());
-    let newer = driver(&server, QUARANTINE);
-    mutex(&newer)
-        .try_lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
 }

@@ -1,0 +1,132 @@
+//! The Redis driver's quarantine against a real redis-server: one warning per driver
+//! however many waiters run into it, and the first use of a namespace — granted at once
+//! on a fresh server, quarantined after a loss by every driver that knew the namespace.
+//!
+//! Real time throughout; the servers' restarts are real.
+#![cfg(feature = "redis")]
+
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
+
+use std::time::Duration;
+
+use common::within;
+use robit::redis::{FirstUse, RedisDriver};
+use robit::{LockError, Mutex};
+use support::RedisServer;
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(1);
+const QUARANTINE: Duration = Duration::from_secs(2);
+const LONG: Duration = Duration::from_secs(30);
+
+fn driver(server: &RedisServer, quarantine: Duration) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(quarantine)
+        .command_timeout(Duration::from_millis(250))
+        .build()
+        .unwrap()
+}
+
+// On one thread: the captured log is this thread's.
+#[tokio::test]
+async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it() {
+    let server = RedisServer::start();
+    let captured = common::Captured::default();
+    let _logs = captured.install();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(QUARANTINE)
+        .first_use(FirstUse::Quarantine)
+        .build()
+        .unwrap();
+    let mutex = || {
+        Mutex::builder("quarantined", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap()
+    };
+    // A fresh server: the namespace's counter is missing, as after a loss of state, and
+    // this driver takes no missing namespace for a new one.
+    match mutex().try_lock().await {
+        Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
+        other => panic!("expected a quarantine, got {other:?}"),
+    }
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let mutex = mutex();
+            tokio::spawn(async move { mutex.lock().await.unwrap().unlock().await.unwrap() })
+        })
+        .collect();
+    for waiter in waiters {
+        within(LONG, "a waiter", waiter).await.unwrap();
+    }
+    let warnings: Vec<String> = captured
+        .lines()
+        .into_iter()
+        .filter(|line| line.contains("quarantine ends at"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{warnings:#?}");
+    assert!(warnings[0].contains("WARN"), "{}", warnings[0]);
+    // The end, as a UTC time: `… ends at 2026-11-24T21:50:02Z; …`.
+    assert!(warnings[0].contains("Z; waiters sleep"), "{}", warnings[0]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_lock_on_a_fresh_server_is_granted_at_once() {
+    let server = RedisServer::start();
+    let mutex = Mutex::builder("first", driver(&server, QUARANTINE))
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let guard = within(LONG, "the first lock", mutex.lock()).await.unwrap();
+    let took = started.elapsed();
+    assert!(took < Duration::from_millis(500), "took {took:?}");
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_restart_without_persistence_only_a_driver_that_never_saw_the_namespace_creates_it()
+{
+    let mut server = RedisServer::start();
+    let seen = driver(&server, QUARANTINE);
+    let mutex = |driver: &RedisDriver| {
+        Mutex::builder("restarted", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap()
+    };
+    mutex(&seen).lock().await.unwrap().unlock().await.unwrap();
+    tokio::task::block_in_place(|| server.restart());
+    // Its connection broke with the restart: the next call reconnects.
+    let _ = seen.ping().await;
+    let strict = RedisDriver::builder(&server.url())
+        .quarantine(QUARANTINE)
+        .first_use(FirstUse::Quarantine)
+        .build()
+        .unwrap();
+    // The driver that saw the namespace, and a strict one, find it lost.
+    for driver in [&seen, &strict] {
+        match within(LONG, "a try", mutex(driver).try_lock()).await {
+            Err(LockError::Quarantined { left }) => assert!(left <= QUARANTINE, "{left:?}"),
+            other => panic!("expected a quarantine, got {other:?}"),
+        }
+    }
+    // A quarantine running is honoured by a driver that never saw the namespace.
+    let new = driver(&server, QUARANTINE);
+    assert!(matches!(
+        mutex(&new).try_lock().await,
+        Err(LockError::Quarantined { .. })
+    ));
+    // The trade-off of FirstUse::Create: had the namespace not been quarantined by then,
+    // a new driver would have taken it for a new one.
+    tokio::task::block_in_place(|| server.restart());
+    let newer = driver(&server, QUARANTINE);
+    mutex(&newer)
+        .try_lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
