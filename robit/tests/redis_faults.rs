@@ -19,7 +19,7 @@ use robit::{
     Acquire, AcquireRequest, Driver, LockName, LossReason, Mutex, OwnerToken, Renewal, UnlockError,
     Waiter,
 };
-use support::RedisServer;
+use support::{RedisServer, quarantined_driver as driver};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -64,14 +64,6 @@ impl Beliefs {
             }
         }
     }
-}
-
-fn driver(server: &RedisServer, quarantine: Duration) -> RedisDriver {
-    RedisDriver::builder(&server.url())
-        .quarantine(quarantine)
-        .command_timeout(Duration::from_millis(250))
-        .build()
-        .unwrap()
 }
 
 /// Creates the namespace's counter, so the first lock of a test is not quarantined.

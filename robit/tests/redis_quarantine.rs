@@ -13,20 +13,12 @@ use std::time::Duration;
 use common::within;
 use robit::redis::{FirstUse, RedisDriver};
 use robit::{LockError, Mutex};
-use support::RedisServer;
+use support::{RedisServer, quarantined_driver as driver};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(1);
 const QUARANTINE: Duration = Duration::from_secs(2);
 const LONG: Duration = Duration::from_secs(30);
-
-fn driver(server: &RedisServer, quarantine: Duration) -> RedisDriver {
-    RedisDriver::builder(&server.url())
-        .quarantine(quarantine)
-        .command_timeout(Duration::from_millis(250))
-        .build()
-        .unwrap()
-}
 
 // On one thread: the captured log is this thread's.
 #[tokio::test]

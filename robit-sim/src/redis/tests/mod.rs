@@ -103,9 +103,9 @@ impl Backend {
     }
 
     /// Acquire with a quarantine of `quarantine` ms and a queue TTL of 4 s; `waiter` is
-    /// `(id, poll ms)`, or `None` for a single try.
-    /// An acquire by a driver that has seen the namespace (a missing counter is lost
-    /// state), for a waiter that may be queued already.
+    /// `(id, poll ms)`, or `None` for a single try. Asked by a driver that has seen the
+    /// namespace (a missing counter is lost state), for a waiter that may be queued
+    /// already.
     fn acquire(
         &self,
         now: u64,
@@ -117,6 +117,7 @@ impl Backend {
         self.acquire_as(now, owner, ttl, waiter, quarantine, First::Seen)
     }
 
+    /// As [`acquire`](Self::acquire), asked as `first` says.
     fn acquire_as(
         &self,
         now: u64,

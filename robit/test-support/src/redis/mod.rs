@@ -20,10 +20,20 @@ pub const TTL: Duration = Duration::from_secs(2);
 /// The time limit for an event a test waits for: reaching it means the event never came.
 pub const LONG: Duration = Duration::from_secs(20);
 
-/// A driver for `server`, without the quarantine, so a fresh server grants at once.
+/// A driver for `server`, without the quarantine: a loss of state is not waited out.
 pub fn driver(server: &RedisServer) -> RedisDriver {
     RedisDriver::builder(&server.url())
         .quarantine(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+/// A driver for `server` with a quarantine of `quarantine`, whose commands time out after
+/// 250 ms, so that a fault test sees a dead connection quickly.
+pub fn quarantined_driver(server: &RedisServer, quarantine: Duration) -> RedisDriver {
+    RedisDriver::builder(&server.url())
+        .quarantine(quarantine)
+        .command_timeout(Duration::from_millis(250))
         .build()
         .unwrap()
 }
