@@ -386,3 +386,26 @@ async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
             .collect();
     assert_eq!(commands_run(&mut admin).await, expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_after_its_ttl_leaves_someone_else_s_value_and_its_expiry_alone() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let short = robit::AcquireRequest::new(
+        robit::LockName::from("expired"),
+        robit::OwnerToken::from_u128(1),
+        Duration::from_millis(200),
+    );
+    let lease = granted(&driver, &short).await;
+    let key = b"{robit}:lock:expired";
+    let mut admin = server.admin().await;
+    let _: () = admin.set_ex(key, "someone-else", 60).await.unwrap();
+    // Past the grant's TTL (real time: the server's clock is real), the key can hold
+    // someone else's value, so the release reads it instead of taking it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    lease.release().await.unwrap();
+    let value: String = admin.get(key).await.unwrap();
+    assert_eq!(value, "someone-else");
+    let left = pttl(&server, key).await;
+    assert!(left > 50_000, "the value's expiry changed: PTTL {left}");
+}

@@ -66,10 +66,14 @@ async fn a_quarantine_is_one_warning_per_driver_and_its_waiters_sleep_through_it
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_lock_on_a_fresh_server_is_granted_at_once() {
     let server = RedisServer::start();
-    let mutex = Mutex::builder("first", driver(&server, QUARANTINE))
-        .ttl(TTL)
+    // A namespace of its own: this process has seen no other test's here, even one that
+    // ran on a server since gone at the same address.
+    let driver = RedisDriver::builder(&server.url())
+        .namespace("first-use")
+        .quarantine(QUARANTINE)
         .build()
         .unwrap();
+    let mutex = Mutex::builder("first", driver).ttl(TTL).build().unwrap();
     let started = Instant::now();
     let guard = within(LONG, "the first lock", mutex.lock()).await.unwrap();
     let took = started.elapsed();
@@ -78,8 +82,8 @@ async fn a_first_lock_on_a_fresh_server_is_granted_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_a_restart_without_persistence_only_a_driver_that_never_saw_the_namespace_creates_it()
-{
+async fn after_a_restart_without_persistence_only_a_process_that_never_saw_the_namespace_creates_it()
+ {
     let mut server = RedisServer::start();
     let seen = driver(&server, QUARANTINE);
     let mutex = |driver: &RedisDriver| {
@@ -104,17 +108,22 @@ async fn after_a_restart_without_persistence_only_a_driver_that_never_saw_the_na
             other => panic!("expected a quarantine, got {other:?}"),
         }
     }
-    // A quarantine running is honoured by a driver that never saw the namespace.
+    // So does a driver built since: the quarantine runs (and the others of its process
+    // saw the namespace).
     let new = driver(&server, QUARANTINE);
     assert!(matches!(
         mutex(&new).try_lock().await,
         Err(LockError::Quarantined { .. })
     ));
-    // The trade-off of FirstUse::Create: had the namespace not been quarantined by then,
-    // a new driver would have taken it for a new one.
+    // The trade-off of FirstUse::Create: another process, which never saw the namespace,
+    // takes it for a new one. (This process's drivers know the server by its URL; one
+    // that names it otherwise shares nothing with them, as another process would.)
     tokio::task::block_in_place(|| server.restart());
-    let newer = driver(&server, QUARANTINE);
-    mutex(&newer)
+    let elsewhere = RedisDriver::builder(&format!("{}/0", server.url()))
+        .quarantine(QUARANTINE)
+        .build()
+        .unwrap();
+    mutex(&elsewhere)
         .try_lock()
         .await
         .unwrap()

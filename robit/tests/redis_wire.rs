@@ -27,12 +27,19 @@ struct Wire(Arc<StdMutex<WireState>>);
 struct WireState {
     sent: Vec<Vec<u8>>,
     replies: VecDeque<Vec<u8>>,
+    /// Which wire this is: each is a server of its own, which no driver of this process
+    /// has seen (the driver remembers the namespaces it saw per server, process-wide).
+    serial: u64,
 }
 
 impl Wire {
     fn answering(replies: &[Vec<u8>]) -> Self {
+        static SERIALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let wire = Self::default();
-        wire.0.lock().unwrap().replies = replies.iter().cloned().collect();
+        let mut state = wire.0.lock().unwrap();
+        state.replies = replies.iter().cloned().collect();
+        state.serial = SERIALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        drop(state);
         wire
     }
 
@@ -88,7 +95,7 @@ impl Connector for WireConnector {
     }
 
     fn describe(&self) -> String {
-        "a recording fake".to_owned()
+        format!("recording fake {}", self.0.0.lock().unwrap().serial)
     }
 }
 
@@ -382,7 +389,7 @@ async fn withdraw_sends_what_redis_script_sends() {
 
 #[tokio::test]
 async fn withdraw_without_a_waiter_sends_nothing() {
-    let wire = Wire::default();
+    let wire = Wire::answering(&[]);
     driver(&wire, Duration::ZERO)
         .withdraw(&request(false))
         .await

@@ -93,7 +93,13 @@ fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
     if parts.next().is_some() {
         return None;
     }
-    Some((reserved, id, s * 1000 + us / 1000 + ms))
+    // Saturating: a value no clock wrote (seconds near i64::MAX) ends at the end of time,
+    // where the scripts' floating point puts it too.
+    let ends = s
+        .saturating_mul(1000)
+        .saturating_add(us / 1000)
+        .saturating_add(ms);
+    Some((reserved, id, ends))
 }
 
 /// The grant in the lock's key at `key`, if an owner holds it.
@@ -222,13 +228,16 @@ fn remaining(exec: &Exec<'_>, expires_at: Option<i64>) -> Duration {
     })
 }
 
-/// The last token of the lock's namespace (0 if it is not a number); a `q` after it
-/// marks a quarantine.
+/// The last token of the lock's namespace (0 if it is not a number); `q`s after it mark
+/// a quarantine.
 fn fence(exec: &mut Exec<'_>, key: &[u8]) -> i64 {
     let now = exec.ms();
     let value = exec.data.get(&fence_key(key), now).ok().flatten();
     value
-        .and_then(|value| parse_integer(value.strip_suffix(b"q").unwrap_or(&value)))
+        .and_then(|value| {
+            let digits = value.len() - value.iter().rev().take_while(|&&b| b == b'q').count();
+            parse_integer(&value[..digits])
+        })
         .unwrap_or_default()
 }
 
@@ -254,6 +263,8 @@ mod tests {
         assert_eq!(parse(b"0af:1:2500:700"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"0af:1:2500:700:q"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"W0af:1:2500:700:q"), Some((true, &b"0af"[..], 1702)));
+        let far = format!("0af:{}:0:0", i64::MAX);
+        assert_eq!(parse(far.as_bytes()), Some((false, &b"0af"[..], i64::MAX)));
         for odd in [
             &b"0af"[..],
             b"0af:1:2:",
@@ -265,6 +276,8 @@ mod tests {
             b"0af:1:2:3:4",
             b"W:1:2:3",
             b"0af:1:2:3:q:q",
+            b"0af:1:2:3:",
+            b"0af:1:2:3q",
         ] {
             assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
         }

@@ -171,7 +171,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
     }
 
     /// How long grants are suspended when the namespace's state is found missing by a
-    /// driver that had seen it — after a restart without persistence, a FLUSHALL, an
+    /// process that had seen it — after a restart without persistence, a FLUSHALL, an
     /// eviction. Set it to at least the longest TTL of any client in the namespace; zero
     /// turns the protection off (a holder from before the loss could then overlap with a
     /// new one). Default [`DEFAULT_QUARANTINE`].
@@ -180,9 +180,9 @@ impl<C: Connector> RedisDriverBuilder<C> {
         self
     }
 
-    /// What to make of the namespace missing on the server before this driver has seen
-    /// it: a new namespace, created at once (the default), or lost state, quarantined.
-    /// See [`FirstUse`].
+    /// What to make of the namespace missing on the server before any driver of this
+    /// process has seen it there: a new namespace, created at once (the default), or lost
+    /// state, quarantined. See [`FirstUse`].
     pub fn first_use(mut self, first_use: FirstUse) -> Self {
         self.first_use = first_use;
         self

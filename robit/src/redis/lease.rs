@@ -1,8 +1,10 @@
 //! A lease on the Redis driver.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use async_trait::async_trait;
 
@@ -24,6 +26,21 @@ pub(super) struct RedisLease<C: Connector> {
     /// A renewal found the grant gone: the release reads before it deletes, as whatever
     /// is in the key now is someone else's.
     pub(super) gone: AtomicBool,
+    /// Until when the key can hold nobody else's grant: the TTL from the send of the
+    /// acquire or of the last renewal. Past it, the release reads before it deletes too,
+    /// so that it never takes, and must put back, a value whose expiry it cannot know.
+    pub(super) ours_until: StdMutex<Instant>,
+}
+
+impl<C: Connector> RedisLease<C> {
+    /// Whether the release should read the key before deleting it.
+    fn careful(&self) -> bool {
+        let ours_until = *self
+            .ours_until
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.gone.load(Ordering::Relaxed) || Instant::now() >= ours_until
+    }
 }
 
 #[async_trait]
@@ -43,8 +60,13 @@ impl<C: Connector> Lease for RedisLease<C> {
         call.key(settings.lock_key(&self.name))
             .arg(&self.owner[..])
             .arg(millis_ceil(ttl));
+        let sent = Instant::now();
         let renewed: i64 = self.inner.run(&call).await?;
         Ok(if renewed == 1 {
+            *self
+                .ours_until
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = sent + ttl;
             Renewal::Renewed
         } else {
             self.gone.store(true, Ordering::Relaxed);
@@ -60,7 +82,7 @@ impl<C: Connector> Lease for RedisLease<C> {
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
-            .arg(super::flag(self.gone.load(Ordering::Relaxed)));
+            .arg(super::flag(self.careful()));
         let released = self.inner.run::<Freed>(&call);
         self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())

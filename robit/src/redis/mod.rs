@@ -3,7 +3,7 @@
 //! One key per lock holds the owner's random token and when its grant ends. Acquire,
 //! renew and release are each one round trip: a server-side script, called with EVALSHA.
 //! Uncontended, a lock + unlock runs six commands on the server, scripts' calls
-//! included: the acquire's `TIME`, `SET … NX PXAT … GET` on the lock and `SET … GET` on
+//! included: the acquire's `TIME`, `SET … NX PX … GET` on the lock and `SET … GET` on
 //! the fencing counter, and the release's `GETDEL`. Waiters queue fairly, and a release
 //! hands the lock to the longest-waiting one and wakes it through one shared pub/sub
 //! subscription per driver — or, when that waiter shares the releaser's driver,
@@ -21,11 +21,11 @@
 //! from an older snapshot — as long as the server's clock has not gone back.
 //!
 //! A loss erases the lock keys too, and a client may still be holding a lease it has no
-//! way of knowing is gone. So when a driver that has seen the namespace finds the counter
-//! missing, the namespace is **quarantined**: no grants for
+//! way of knowing is gone. So when a process whose drivers have seen the namespace finds
+//! the counter missing, the namespace is **quarantined**: no grants for
 //! [`RedisDriverBuilder::quarantine`] (default 30 s — set it to at least your longest
 //! TTL). Every holder from before the loss fails to renew and signals its loss inside
-//! that window, before anyone else can hold the lock. A driver that has never seen the
+//! that window, before anyone else can hold the lock. A process that has never seen the
 //! namespace cannot tell a loss from a new namespace; by default it creates it
 //! ([`FirstUse`] weighs the two). Run Redis with `maxmemory-policy noeviction`: other
 //! policies can evict the counter (a quarantine) or the lock keys and the quarantine
@@ -147,7 +147,7 @@ impl<C: Connector> RedisDriver<C> {
     }
 
     fn from_parts(connector: Arc<C>, settings: Settings) -> Self {
-        let namespace = Namespace::new(settings.first_use);
+        let namespace = Namespace::new(settings.first_use, &connector.describe(), &settings.tag);
         Self {
             inner: Arc::new(Inner {
                 connector,
@@ -251,6 +251,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(quarantine)
             .arg(flag(inner.namespace.missing_means_lost()))
             .arg(flag(queued));
+        let sent = tokio::time::Instant::now();
         let answer = inner.run(&call).await?;
         inner.namespace.seen();
         match answer {
@@ -263,7 +264,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
                     tracing::info!(
                         target: "robit",
                         namespace = %settings.tag,
-                        "created the namespace on the server: its fencing counter was missing and this driver had not seen it before, so no quarantine (see robit::redis::FirstUse)"
+                        "created the namespace on the server: its fencing counter was missing and no driver of this process had seen it, so no quarantine (see robit::redis::FirstUse)"
                     );
                 }
                 Ok(Acquire::Granted(Arc::new(RedisLease {
@@ -273,6 +274,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
                     fence,
                     next,
                     gone: AtomicBool::new(false),
+                    ours_until: StdMutex::new(sent + request.ttl),
                 })))
             }
             AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),

@@ -3,19 +3,28 @@
 //!
 //! Redis cannot tell the two apart: a server restarted without persistence, flushed, or
 //! that evicted the counter looks exactly like one that never held the namespace. Only a
-//! client can know that the namespace existed: it saw it. So a driver that has seen the
-//! namespace (any answer of an acquire) treats a missing counter as lost state and
-//! quarantines it; one that has not creates the namespace and grants at once, unless it
-//! was built with [`FirstUse::Quarantine`].
+//! client can know that the namespace existed: it saw it. So once any driver of this
+//! process has seen the namespace on a server (any answer of an acquire), every driver
+//! of the process for that server and namespace treats a missing counter as lost state
+//! and quarantines it; until then they create the namespace and grant at once, unless
+//! built with [`FirstUse::Quarantine`].
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex as StdMutex, PoisonError};
 
-/// What a driver does on finding its namespace's fencing counter missing before it has
-/// seen the namespace itself — on a fresh Redis, and after a loss of state that happened
-/// before this driver's first lock.
+/// The servers and namespaces the drivers of this process have seen, as
+/// `<server> <namespace tag>`: so that a driver built after another one saw the
+/// namespace knows it existed too.
+static SEEN: StdMutex<BTreeSet<String>> = StdMutex::new(BTreeSet::new());
+
+/// What a driver does on finding its namespace's fencing counter missing before any
+/// driver of its process has seen the namespace on that server — on a fresh Redis, and
+/// after a loss of state that happened before the process's first lock.
 ///
-/// Once a driver has had any answer from the namespace, a missing counter always means
-/// lost state to it, and the namespace is quarantined (see
+/// Once a driver of the process has had any answer from the namespace, a missing counter
+/// always means lost state to every driver of the process for that server and namespace,
+/// and the namespace is quarantined (see
 /// [`RedisDriverBuilder::quarantine`](super::RedisDriverBuilder::quarantine)).
 /// docs/safety.md weighs the two.
 ///
@@ -37,8 +46,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub enum FirstUse {
     /// Create the namespace and grant at once (the default). A new namespace costs
     /// nothing; but if the state was lost while another process held a lock, and this
-    /// driver never saw the namespace before, it can be granted that lock while the other
-    /// holder still believes in its grant, until that holder's next renewal.
+    /// process never saw the namespace before, it can be granted that lock while the
+    /// other holder still believes in its grant, until that holder's next renewal.
     #[default]
     Create,
     /// Quarantine it, as lost state: the first lock on a fresh Redis waits the quarantine
@@ -46,32 +55,52 @@ pub enum FirstUse {
     Quarantine,
 }
 
-/// One driver's knowledge of its namespace.
+/// One driver's knowledge of its namespace, and the process's.
 #[derive(Debug)]
 pub(super) struct Namespace {
     first_use: FirstUse,
+    /// `<server> <namespace tag>`, the key in [`SEEN`].
+    key: String,
+    /// This driver knows the namespace existed: a copy of [`SEEN`]'s entry, read without
+    /// its lock once set.
     seen: AtomicBool,
 }
 
 impl Namespace {
-    pub(super) fn new(first_use: FirstUse) -> Self {
+    /// What a driver for `server` (as its connector describes it) and the namespace
+    /// `tag` knows.
+    pub(super) fn new(first_use: FirstUse, server: &str, tag: &str) -> Self {
         Self {
             first_use,
+            key: format!("{server} {tag}"),
             seen: AtomicBool::new(false),
         }
     }
 
     /// Whether a missing fencing counter means lost state (rather than a new namespace).
     pub(super) fn missing_means_lost(&self) -> bool {
-        self.first_use == FirstUse::Quarantine || self.seen.load(Ordering::Relaxed)
+        if self.first_use == FirstUse::Quarantine || self.seen.load(Ordering::Relaxed) {
+            return true;
+        }
+        let known = seen_set().contains(&self.key);
+        if known {
+            self.seen.store(true, Ordering::Relaxed);
+        }
+        known
     }
 
-    /// The server answered an acquire in the namespace: from now on it existed.
+    /// The server answered an acquire in the namespace: from now on it existed, for
+    /// every driver of the process.
     pub(super) fn seen(&self) {
         if !self.seen.load(Ordering::Relaxed) {
             self.seen.store(true, Ordering::Relaxed);
+            seen_set().insert(self.key.clone());
         }
     }
+}
+
+fn seen_set() -> std::sync::MutexGuard<'static, BTreeSet<String>> {
+    SEEN.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -80,13 +109,25 @@ mod tests {
 
     #[test]
     fn a_missing_namespace_is_new_until_seen_unless_the_driver_is_strict() {
-        let created = Namespace::new(FirstUse::Create);
+        let created = Namespace::new(FirstUse::Create, "server-a", "{first}");
         assert!(!created.missing_means_lost());
         created.seen();
         assert!(created.missing_means_lost());
-        let strict = Namespace::new(FirstUse::Quarantine);
+        let strict = Namespace::new(FirstUse::Quarantine, "server-a", "{strict}");
         assert!(strict.missing_means_lost());
         strict.seen();
         assert!(strict.missing_means_lost());
+    }
+
+    #[test]
+    fn a_driver_built_after_another_saw_the_namespace_knows_it_existed() {
+        let first = Namespace::new(FirstUse::Create, "server-b", "{shared}");
+        let later = Namespace::new(FirstUse::Create, "server-b", "{shared}");
+        let elsewhere = Namespace::new(FirstUse::Create, "server-c", "{shared}");
+        let other = Namespace::new(FirstUse::Create, "server-b", "{other}");
+        first.seen();
+        assert!(later.missing_means_lost());
+        assert!(!elsewhere.missing_means_lost());
+        assert!(!other.missing_means_lost());
     }
 }

@@ -395,3 +395,28 @@ fn each_of_robit_s_scripts_is_named_as_its_own_text_names_it() {
         );
     }
 }
+
+#[test]
+fn a_quarantine_marked_by_hand_twice_or_on_a_missing_counter_is_honoured_then_cleared() {
+    for mark in [format!("{}qq", clock_token(at(0))), "q".to_owned()] {
+        let backend = Backend::new();
+        backend.run(at(0), &["SET", QUARANTINE, "1", "PX", "5000"]);
+        backend.run(at(0), &["SET", FENCE, &mark]);
+        assert_eq!(
+            backend.acquire(1_000, OWNER_A, "10000", None, "30000"),
+            pair(2, 4_000),
+            "{mark}"
+        );
+        assert_eq!(backend.run(at(1_000), &["GET", FENCE]), Frame::bulk(&mark));
+        assert_eq!(
+            backend.acquire(5_001, OWNER_A, "10000", None, "30000"),
+            grant(clock_token(at(5_001)), ""),
+            "{mark}"
+        );
+        let counter = clock_token(at(5_001)).to_string();
+        assert_eq!(
+            backend.run(at(5_001), &["GET", FENCE]),
+            Frame::bulk(&counter)
+        );
+    }
+}

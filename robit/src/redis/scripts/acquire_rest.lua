@@ -48,14 +48,15 @@ local function fenced(old, read)
     end
     return {1, tonumber(micros), '', 1}
   end
-  local digits, marked = string.match(last, '^(%d+)(q?)$')
+  -- A mark may have been appended by hand, more than once, or to a missing counter.
+  local digits, marked = string.match(last, '^(%d*)(q*)$')
   if not digits then
     redis.call('SET', fence, last)
     undo(old)
     return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
       .. 'robit did not write; delete the key to let the namespace start again')
   end
-  if marked == 'q' then
+  if marked ~= '' then
     local left = redis.call('PTTL', quarantine)
     if left > 0 or left == -1 then
       redis.call('SET', fence, last)
@@ -63,7 +64,7 @@ local function fenced(old, read)
       return {2, left}
     end
   end
-  local token = tonumber(digits) + 1
+  local token = (tonumber(digits) or 0) + 1
   if token > tonumber(micros) then
     redis.call('SET', fence, string.format('%d', token))
   else

@@ -24,12 +24,14 @@ end
 -- A lock key's value: whether it is a reservation, the owner's (or waiter's) id, when it
 -- ends (Unix ms), and whether waiters may be queued. Nil for a value robit did not write.
 local function parse(value)
-  local w, id, s, us, ms, q = string.match(value, '^(W?)(%x+):(%d+):(%d+):(%d+)(:?q?)$')
+  local flagged = string.sub(value, -2) == ':q'
+  local body = flagged and string.sub(value, 1, -3) or value
+  local w, id, s, us, ms = string.match(body, '^(W?)(%x+):(%d+):(%d+):(%d+)$')
   if not id then
     return nil
   end
   local ends = tonumber(s) * 1000 + math.floor(tonumber(us) / 1000) + tonumber(ms)
-  return w == 'W', id, ends, q == ':q'
+  return w == 'W', id, ends, flagged
 end
 
 -- Queue entries are "<waiter id>:<poll interval ms>". Reserves the lock for the waiter at
