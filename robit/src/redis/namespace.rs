@@ -50,8 +50,8 @@ pub enum FirstUse {
     /// other holder still believes in its grant, until that holder's next renewal.
     #[default]
     Create,
-    /// Quarantine it, as lost state: the first lock on a fresh Redis waits the quarantine
-    /// once (logged, with its end), and no loss goes unnoticed.
+    /// Quarantine it, as lost state: each process's first lock on a fresh Redis waits the
+    /// quarantine once (logged, with its end), and no loss goes unnoticed.
     Quarantine,
 }
 
