@@ -278,6 +278,8 @@ mod tests {
             b"0af:1:2:3:q:q",
             b"0af:1:2:3:",
             b"0af:1:2:3q",
+            b"0af:-1:2:3",
+            b"0af:1:+2:3",
         ] {
             assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
         }

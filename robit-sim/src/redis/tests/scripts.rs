@@ -165,6 +165,8 @@ fn a_lock_whose_holder_expired_with_waiters_queued_is_handed_on_by_the_next_acqu
         value(&reservation, 1_001, 500, ":q")
     );
     assert_eq!(messages.try_recv().ok(), Some(published(WAITER_B)));
+    // The grant ended on its own at 1 000: handing the lock on is not its release.
+    assert_eq!(backend.kinds().len(), 1, "{:?}", backend.kinds());
     // The waiter handed the lock polls first: it is granted at once.
     let backend = Backend::new();
     backend.acquire(0, OWNER_A, "1000", None, "0");
