@@ -373,6 +373,14 @@ impl Core {
         matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id) && now < hold.deadline)
     }
 
+    /// The validity deadline of hold `id`, while it is the current hold (past or not).
+    pub(crate) fn deadline(&self, id: u64) -> Option<Instant> {
+        match &self.state().phase {
+            Phase::Held(hold) if hold.id == id => Some(hold.deadline),
+            Phase::Idle | Phase::Acquiring | Phase::Held(_) => None,
+        }
+    }
+
     /// The current hold's fencing token and lost signal.
     pub(crate) fn current(&self) -> Option<(FenceToken, CancellationToken)> {
         match &self.state().phase {

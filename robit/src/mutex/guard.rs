@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
@@ -30,6 +31,7 @@ use crate::error::UnlockError;
 /// let mutex = Mutex::builder("ledger", LocalDriver::new()).build().unwrap();
 /// let guard = mutex.lock().await.unwrap();
 /// assert!(guard.is_held());
+/// assert!(guard.valid_for() > std::time::Duration::ZERO); // without any renewal
 /// let lost = guard.lost_token(); // hand this to work that must stop on loss
 /// guard.unlock().await.unwrap();
 /// assert!(!lost.is_cancelled()); // an unlock is not a loss
@@ -74,6 +76,26 @@ impl Guard {
     /// Whether this hold is current and inside its validity deadline.
     pub fn is_held(&self) -> bool {
         self.handle.core.is_held(Some(self.id))
+    }
+
+    /// When this hold's validity ends unless a renewal succeeds first, as the mutex
+    /// believes it: the send time of the acquire (or of the last renewal that succeeded)
+    /// plus the TTL, less the drift allowance and the safety margin — the instant the
+    /// loss is signalled if renewals keep failing. `None` once the hold has ended
+    /// (unlocked, or lost and reported). An instant of the mutex's clock: tokio's, unless
+    /// the mutex was built with a clock of its own.
+    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+        self.handle.core.deadline(self.id)
+    }
+
+    /// How long this hold stays valid from now if no renewal succeeds meanwhile — the
+    /// time there is to finish or checkpoint work without relying on the watchdog. Zero
+    /// once the deadline has passed or the hold has ended.
+    pub fn valid_for(&self) -> Duration {
+        let core = &self.handle.core;
+        core.deadline(self.id).map_or(Duration::ZERO, |deadline| {
+            deadline.saturating_duration_since(core.now())
+        })
     }
 
     /// Releases the lock and waits for the backend to confirm.
