@@ -45,7 +45,7 @@ pub const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
         "if false then\n  return 0\nend\nlocal t, now = clock()",
     ),
     (
-        "one byte: a grant's end is read with its seconds a tenth of what they are",
+        "one byte: the scripts read TIME's seconds as a tenth of what they are",
         "tonumber(s) * 1000",
         "tonumber(s) * 100",
     ),

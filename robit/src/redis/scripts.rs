@@ -29,8 +29,7 @@ use crate::driver::{Waiter, hex128};
 #[doc(hidden)]
 pub mod sources {
     /// Acquire: grant, queue, or refuse during a quarantine. The uncontended grant comes
-    /// before the common prelude, whose function definitions would cost it about 40 %
-    /// more.
+    /// before the common prelude, so that it does not pay for defining its functions.
     pub const ACQUIRE: &str = concat!(
         include_str!("scripts/acquire.lua"),
         include_str!("scripts/common.lua"),

@@ -1,10 +1,10 @@
 -- Acquire: one round trip. Grants the lock, queues the caller fairly, or refuses during
 -- a quarantine after state loss.
 --
--- The uncontended path comes first, before any function is defined (defining them first
--- made the call cost about 40 % more): TIME, one SET on the lock and one on the fencing
--- counter, with no number turned into text. Everything else follows common.lua, in
--- acquire_rest.lua.
+-- The uncontended path comes first, before any function is defined (a definition costs
+-- every call that reaches it, used or not): TIME, one SET on the lock and one on the
+-- fencing counter, with no number turned into text. Everything else follows common.lua,
+-- in acquire_rest.lua.
 --
 -- KEYS[1] lock       see common.lua
 -- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it

@@ -4,12 +4,9 @@ local owner, ttl_arg, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
 
--- The clock in Unix ms, and when the caller's grant would end: off the uncontended path.
-local now, ends
-local function times()
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  ends = now + tonumber(ttl_arg)
-end
+-- The clock in Unix ms, and when the caller's grant would end.
+local now = millis(t[1], t[2])
+local ends = now + tonumber(ttl_arg)
 
 -- Puts back what the lock's key held before this script (nothing, or `old`).
 local function undo(old)
@@ -17,7 +14,6 @@ local function undo(old)
     redis.call('DEL', lock)
     return
   end
-  times()
   local _, _, until_ms, flagged = parse(old)
   redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
 end
@@ -81,7 +77,6 @@ local function take(old, flagged)
     redis.call('SET', lock, mine, 'PX', ttl_arg)
     return fenced(old)
   end
-  times()
   redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
   local answer = fenced(old)
   if answer[1] == 1 then
@@ -119,14 +114,12 @@ if not old then
     -- out): leave the queue, and keep the key marked for whoever is still in it.
     redis.call('LREM', queue, 0, entry)
     if redis.call('LLEN', queue) > 0 then
-      times()
       redis.call('SET', lock, mine .. ':q', 'PXAT', math.max(ends, now + queue_ttl))
     end
   end
   return answer
 end
 
-times()
 local reserved, id, until_ms, flagged = parse(old)
 if not id then
   -- Not a value robit wrote: held, by whoever wrote it.

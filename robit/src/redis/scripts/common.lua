@@ -10,10 +10,15 @@
 -- queued (the queue key): the key then lives on past the end, kept alive by the waiters,
 -- so that nobody takes the lock past them when its holder expires.
 
+-- Unix milliseconds of a time given as TIME gives it: seconds and microseconds, as text.
+local function millis(s, us)
+  return tonumber(s) * 1000 + math.floor(tonumber(us) / 1000)
+end
+
 -- TIME, and the server's clock in Unix milliseconds.
 local function clock()
   local t = redis.call('TIME')
-  return t, tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return t, millis(t[1], t[2])
 end
 
 -- "<id>:<s>:<us>:<ms>": `id`'s grant (or reservation) made at TIME `t`, for `ms`.
@@ -30,8 +35,7 @@ local function parse(value)
   if not id then
     return nil
   end
-  local ends = tonumber(s) * 1000 + math.floor(tonumber(us) / 1000) + tonumber(ms)
-  return w == 'W', id, ends, flagged
+  return w == 'W', id, millis(s, us) + tonumber(ms), flagged
 end
 
 -- Queue entries are "<waiter id>:<poll interval ms>". Reserves the lock for the waiter at
