@@ -1,6 +1,5 @@
 //! A lease on the Redis driver.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 use std::time::Duration;
 
@@ -15,31 +14,44 @@ use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
 
 pub(super) struct RedisLease<C: Connector> {
-    pub(super) inner: Arc<Inner<C>>,
-    pub(super) name: LockName,
+    inner: Arc<Inner<C>>,
+    name: LockName,
     /// The owner token as stored in the lock key: 32 lower-case hex digits.
-    pub(super) owner: [u8; 32],
-    pub(super) fence: FenceToken,
+    owner: [u8; 32],
+    fence: FenceToken,
     /// The waiter first in line behind this grant when it was made, if any: woken early
     /// by the release.
-    pub(super) next: Option<u128>,
-    /// A renewal found the grant gone: the release reads before it deletes, as whatever
-    /// is in the key now is someone else's.
-    pub(super) gone: AtomicBool,
+    next: Option<u128>,
     /// Until when the key can hold nobody else's grant: the TTL from the send of the
-    /// acquire or of the last renewal. Past it, the release reads before it deletes too,
-    /// so that it never takes, and must put back, a value whose expiry it cannot know.
-    pub(super) ours_until: StdMutex<Instant>,
+    /// acquire or of the last renewal, or the send of a renewal that found the grant gone.
+    /// Past it, the release reads before it deletes, so that it never takes, and must put
+    /// back, a value whose expiry it cannot know.
+    ours_until: StdMutex<Instant>,
 }
 
 impl<C: Connector> RedisLease<C> {
-    /// Whether the release should read the key before deleting it.
-    fn careful(&self) -> bool {
-        let ours_until = *self
-            .ours_until
+    /// The lease on a grant to `owner` by an acquire sent at `sent` for `ttl`.
+    pub(super) fn new(
+        inner: &Arc<Inner<C>>,
+        name: LockName,
+        owner: [u8; 32],
+        (fence, next): (FenceToken, Option<u128>),
+        (sent, ttl): (Instant, Duration),
+    ) -> Self {
+        Self {
+            inner: Arc::clone(inner),
+            name,
+            owner,
+            fence,
+            next,
+            ours_until: StdMutex::new(sent + ttl),
+        }
+    }
+
+    fn ours_until(&self) -> std::sync::MutexGuard<'_, Instant> {
+        self.ours_until
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        self.gone.load(Ordering::Relaxed) || Instant::now() >= ours_until
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -62,16 +74,14 @@ impl<C: Connector> Lease for RedisLease<C> {
             .arg(millis_ceil(ttl));
         let sent = Instant::now();
         let renewed: i64 = self.inner.run(&call).await?;
-        Ok(if renewed == 1 {
-            *self
-                .ours_until
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner) = sent + ttl;
-            Renewal::Renewed
+        if renewed == 1 {
+            *self.ours_until() = sent + ttl;
+            Ok(Renewal::Renewed)
         } else {
-            self.gone.store(true, Ordering::Relaxed);
-            Renewal::Lost
-        })
+            // Gone: whatever the key holds now is someone else's.
+            *self.ours_until() = sent;
+            Ok(Renewal::Lost)
+        }
     }
 
     async fn release(&self) -> Result<(), DriverError> {
@@ -82,7 +92,7 @@ impl<C: Connector> Lease for RedisLease<C> {
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
-            .arg(super::flag(self.careful()));
+            .arg(super::flag(Instant::now() >= *self.ours_until()));
         let released = self.inner.run::<Freed>(&call);
         self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())

@@ -65,7 +65,7 @@ mod scripts;
 mod waiters;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -261,21 +261,16 @@ impl<C: Connector> Driver for RedisDriver<C> {
                 created,
             } => {
                 if created {
-                    tracing::info!(
-                        target: "robit",
-                        namespace = %settings.tag,
-                        "created the namespace on the server: its fencing counter was missing and no driver of this process had seen it, so no quarantine (see robit::redis::FirstUse)"
-                    );
+                    inner.namespace.created();
                 }
-                Ok(Acquire::Granted(Arc::new(RedisLease {
-                    inner: Arc::clone(inner),
-                    name: request.name.clone(),
+                let lease = RedisLease::new(
+                    inner,
+                    request.name.clone(),
                     owner,
-                    fence,
-                    next,
-                    gone: AtomicBool::new(false),
-                    ours_until: StdMutex::new(sent + request.ttl),
-                })))
+                    (fence, next),
+                    (sent, request.ttl),
+                );
+                Ok(Acquire::Granted(Arc::new(lease)))
             }
             AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
             AcquireAnswer::Quarantined { left: Some(left) } => {

@@ -89,6 +89,15 @@ impl Namespace {
         known
     }
 
+    /// A grant created the namespace on the server: says so, once per creation.
+    pub(super) fn created(&self) {
+        tracing::info!(
+            target: "robit",
+            namespace = %self.key,
+            "created the namespace on the server: its fencing counter was missing and no driver of this process had seen it, so no quarantine (see robit::redis::FirstUse)"
+        );
+    }
+
     /// The server answered an acquire in the namespace: from now on it existed, for
     /// every driver of the process.
     pub(super) fn seen(&self) {
