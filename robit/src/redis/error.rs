@@ -81,6 +81,11 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str)
         Some("LOADING" | "BUSY" | "READONLY" | "MASTERDOWN" | "CLUSTERDOWN" | "TRYAGAIN") => {
             transient("Redis cannot serve the request right now", err)
         }
+        Some("ERR") if refused_as_syntax(&err) => permanent(
+            "Redis refused a command of robit's scripts as a syntax error: they need Redis 7.0 \
+             or later (SET with NX and GET together); upgrade the server",
+            err,
+        ),
         Some(_) => permanent("a robit script failed on the server", err),
         None if err.is_connection_refusal() => DriverError::unavailable(Unreachable {
             server: server.to_owned(),
@@ -109,6 +114,13 @@ fn needs_credentials(err: &RedisError) -> bool {
         || err
             .detail()
             .is_some_and(|detail| detail.contains("unauthenticated"))
+}
+
+/// A command a script called was refused as a syntax error: what a server older than
+/// Redis 7.0 answers to robit's `SET … NX … GET`.
+fn refused_as_syntax(err: &RedisError) -> bool {
+    err.detail()
+        .is_some_and(|detail| detail.starts_with("syntax error") && detail.contains("@user_script"))
 }
 
 fn refused_credentials(err: &RedisError) -> bool {
@@ -145,4 +157,32 @@ pub(super) fn breaks_connection(err: &RedisError) -> bool {
         || err.is_connection_dropped()
         || err.is_connection_refusal()
         || err.is_unrecoverable_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server_error(reply: &str) -> RedisError {
+        let value = redis::parse_redis_value(reply.as_bytes()).unwrap();
+        value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn a_script_refused_as_a_syntax_error_names_the_redis_version_robit_needs() {
+        // What Redis 6.2 answers to robit's acquire (SET with NX and GET together).
+        let old_server =
+            server_error("-ERR syntax error script: 0123abcd, on @user_script:22.\r\n");
+        let message = classify(old_server, Duration::from_secs(1), "redis://x").to_string();
+        assert!(message.contains("need Redis 7.0 or later"), "{message}");
+        // Any other failure of a script stays what it was.
+        let other =
+            server_error("-ERR value is not an integer script: 0123abcd, on @user_script:9.\r\n");
+        let message = classify(other, Duration::from_secs(1), "redis://x").to_string();
+        assert!(
+            message.contains("a robit script failed on the server"),
+            "{message}"
+        );
+        assert!(!message.contains("7.0"), "{message}");
+    }
 }
