@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::driver::DriverError;
 use crate::loss::LossReason;
+use crate::millis::Millis;
 
 /// [`MutexBuilder::build`](crate::MutexBuilder::build) rejected the configuration.
 ///
@@ -30,7 +31,7 @@ pub enum ConfigError {
     #[error("the TTL is zero; a lease must last long enough to be renewed (seconds, typically)")]
     ZeroTtl,
     /// The TTL is longer than [`MAX_TTL`](crate::MAX_TTL).
-    #[error("a TTL of {ttl:?} is longer than a year; a lease that long is no lease at all")]
+    #[error("a TTL of {} is longer than a year; a lease that long is no lease at all", Millis(*.ttl))]
     TtlTooLong {
         /// The rejected TTL.
         ttl: Duration,
@@ -46,8 +47,9 @@ pub enum ConfigError {
     },
     /// The safety margin is below [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN).
     #[error(
-        "a safety margin of {safety_margin:?} is below 1 ms, the granularity of timers; \
-         the loss signal could come after the backend frees the grant"
+        "a safety margin of {} is below 1 ms, the granularity of timers; \
+         the loss signal could come after the backend frees the grant",
+        Millis(*.safety_margin)
     )]
     MarginTooSmall {
         /// The rejected margin.
@@ -55,8 +57,10 @@ pub enum ConfigError {
     },
     /// The TTL, less drift and safety margin, leaves no time to hold the lock.
     #[error(
-        "a TTL of {ttl:?} less drift and the safety margin of {safety_margin:?} leaves no \
-         validity; raise the TTL or lower the margin"
+        "a TTL of {} less drift and the safety margin of {} leaves no \
+         validity; raise the TTL or lower the margin",
+        Millis(*.ttl),
+        Millis(*.safety_margin)
     )]
     NoValidity {
         /// The configured TTL.
@@ -73,10 +77,13 @@ pub enum ConfigError {
     /// A first renew attempt that times out would leave less than half an attempt's time
     /// to retry before the validity deadline: one slow answer would lose the lease.
     #[error(
-        "renew period {renew_period:?} plus 1.5 × renew timeout {renew_timeout:?} does not \
-         fit in the validity {validity:?} (TTL less drift and margin), so a renew that \
+        "renew period {} plus 1.5 × renew timeout {} does not \
+         fit in the validity {} (TTL less drift and margin), so a renew that \
          timed out could not be retried in time; shorten the period or the timeout, or \
-         raise the TTL"
+         raise the TTL",
+        Millis(*.renew_period),
+        Millis(*.renew_timeout),
+        Millis(*.validity)
     )]
     NoRoomToRetry {
         /// The configured renew period.
@@ -86,10 +93,27 @@ pub enum ConfigError {
         /// TTL less drift and safety margin.
         validity: Duration,
     },
+    /// The jeopardy time is zero, or so long that a hold would be in jeopardy before its
+    /// first renewal is even due.
+    #[error(
+        "a jeopardy time of {} is out of range: it must be above zero and at most the \
+         validity less the renew period ({}), or every hold would be in jeopardy before its \
+         first renewal",
+        Millis(*.jeopardy_within),
+        Millis(*.latest)
+    )]
+    JeopardyOutOfRange {
+        /// The configured jeopardy time.
+        jeopardy_within: Duration,
+        /// The longest jeopardy time these settings allow.
+        latest: Duration,
+    },
     /// The retry backoff has a zero base, a cap below its base, or a cap over a year.
     #[error(
-        "retry backoff base {base:?} must be non-zero and no larger than its cap {max:?}, \
-         and the cap at most a year"
+        "retry backoff base {} must be non-zero and no larger than its cap {}, \
+         and the cap at most a year",
+        Millis(*.base),
+        Millis(*.max)
     )]
     InvalidBackoff {
         /// The configured base delay.
@@ -126,6 +150,9 @@ pub enum LockError {
          so unlock first or give each task its own mutex"
     )]
     AlreadyHeld,
+    /// The lock name is empty.
+    #[error("the lock name is empty; give every lock a non-empty name")]
+    EmptyName,
     /// A single attempt found the lock held by another owner.
     #[error(
         "the lock is held by another owner{}; retry later, or wait with lock()",
@@ -139,15 +166,16 @@ pub enum LockError {
     /// without persistence, a flush) and grants nothing until every grant from before
     /// has run out, since their holders may still believe in them.
     #[error(
-        "the lock backend grants nothing for {left:?}: it lost its state, and holders from \
-         before may still believe they hold the lock; retry after that, or wait with lock()"
+        "the lock backend grants nothing for {}: it lost its state, and holders from \
+         before may still believe they hold the lock; retry after that, or wait with lock()",
+        Millis(*.left)
     )]
     Quarantined {
         /// How long the quarantine has left.
         left: Duration,
     },
     /// The wait timed out.
-    #[error("gave up waiting for the lock after {waited:?}; {}", fmt_why(.last_error))]
+    #[error("gave up waiting for the lock after {}; {}", Millis(*.waited), fmt_why(.last_error))]
     Timeout {
         /// How long `lock()` waited.
         waited: Duration,
@@ -168,7 +196,7 @@ pub enum LockError {
 
 fn fmt_expiry(expires_in: Option<Duration>) -> String {
     expires_in
-        .map(|d| format!(" (its grant expires in {d:?} unless renewed)"))
+        .map(|d| format!(" (its grant expires in {} unless renewed)", Millis(d)))
         .unwrap_or_default()
 }
 
@@ -210,4 +238,53 @@ pub enum UnlockError {
     /// backend frees it when its TTL runs out at the latest.
     #[error("the backend did not confirm the release; it expires within its TTL: {0}")]
     Backend(#[from] DriverError),
+}
+
+/// `refresh()` did not extend the lease.
+///
+/// # Example
+///
+/// ```
+/// use robit::{LocalDriver, Mutex, RefreshError};
+/// use std::time::Duration;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // The watchdog renews this mutex's leases, so there is nothing to refresh by hand.
+/// let mutex = Mutex::builder("jobs", LocalDriver::new()).build().unwrap();
+/// let guard = mutex.lock().await.unwrap();
+/// let refused = guard.refresh(Duration::from_secs(5)).await;
+/// assert!(matches!(refused, Err(RefreshError::WatchdogRenews)));
+/// # }
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    /// The mutex's watchdog renews its leases; a refresh by hand alongside it could leave
+    /// the mutex believing in the wrong one of two renewals.
+    #[error(
+        "this mutex's watchdog renews its leases; build it with .watchdog(false) to \
+         refresh them yourself"
+    )]
+    WatchdogRenews,
+    /// The TTL is zero, longer than [`MAX_TTL`](crate::MAX_TTL), or too short to leave
+    /// any validity after drift and the safety margin.
+    #[error(
+        "a TTL of {} leaves no validity (or is longer than a year); refresh for \
+         longer than the safety margin and at most a year",
+        Millis(*.ttl)
+    )]
+    InvalidTtl {
+        /// The rejected TTL.
+        ttl: Duration,
+    },
+    /// Nothing to refresh: the lock was never taken, or was already unlocked.
+    #[error("the lock is not held: it was never acquired or was already released")]
+    NotHeld,
+    /// The lease was lost, before or during the refresh; the loss has been signalled.
+    #[error("the lease is lost ({0}); stop the work, it is no longer exclusive")]
+    Lost(LossReason),
+    /// The backend did not confirm the refresh. The lease stays valid until its deadline
+    /// (see [`Guard::valid_for`](crate::Guard::valid_for)): retry before then.
+    #[error("the backend did not confirm the refresh; retry before the lease's deadline: {0}")]
+    Backend(#[source] DriverError),
 }

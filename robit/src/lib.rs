@@ -70,13 +70,19 @@ mod driver;
 mod engine;
 mod entropy;
 mod error;
+mod jeopardy;
 mod local;
+mod locker;
 mod loss;
+mod millis;
 mod mutex;
 #[cfg(feature = "redis")]
 pub mod redis;
 
 pub use async_trait::async_trait;
+/// The lost signal's type ([`Guard::lost_token`], [`Mutex::lost_token`]), re-exported so
+/// that using it needs no dependency of its own.
+pub use tokio_util::sync::CancellationToken;
 
 pub use crate::clock::{Clock, TokioClock};
 pub use crate::driver::{
@@ -91,8 +97,10 @@ pub use crate::engine::{
     DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, Stats, Wait,
 };
 pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};
-pub use crate::error::{ConfigError, LockError, UnlockError};
+pub use crate::error::{ConfigError, LockError, RefreshError, UnlockError};
+pub use crate::jeopardy::{Jeopardy, JeopardyEvent};
 pub use crate::local::LocalDriver;
+pub use crate::locker::{Locker, LockerBuilder, WithLockError};
 pub use crate::loss::{LossEvent, LossReason};
 pub use crate::mutex::{Guard, Mutex, MutexBuilder};
 

@@ -20,8 +20,8 @@ pub enum LossReason {
     /// The validity deadline passed without a successful renew: renewals failed, timed
     /// out, or the process was paused.
     DeadlinePassed,
-    /// A renew answered that the grant no longer belongs to this owner (it expired on the
-    /// backend, was evicted, or was taken over).
+    /// A renew answered that the grant is no longer this owner's: it is gone from the
+    /// backend (expired, evicted, deleted) or someone else holds it now.
     NotOwner,
     /// The driver reported the loss by itself, through [`Lease::lost`](crate::Lease::lost).
     DriverSignalled,
@@ -31,7 +31,9 @@ impl fmt::Display for LossReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::DeadlinePassed => "the validity deadline passed without a successful renew",
-            Self::NotOwner => "a renew answered that the grant belongs to someone else now",
+            Self::NotOwner => {
+                "a renew found the grant gone from the backend or held by someone else"
+            }
             Self::DriverSignalled => "the driver reported the grant gone",
         })
     }

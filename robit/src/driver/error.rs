@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::millis::Millis;
+
 /// A boxed error from a backend library, kept as the `source` of a [`DriverError`].
 ///
 /// # Example
@@ -45,7 +47,7 @@ pub enum DriverError {
         source: BoxError,
     },
     /// The backend did not answer in time. Transient.
-    #[error("lock backend did not answer within {0:?}; check its load and the network")]
+    #[error("lock backend did not answer within {}; check its load and the network", Millis(*.0))]
     Timeout(Duration),
     /// The backend refused the request and will keep refusing it: bad credentials, a key
     /// of the wrong type, a script error. Retrying does not help; fix the backend or its

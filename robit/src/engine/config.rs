@@ -10,6 +10,7 @@ use crate::clock::{Clock, TokioClock};
 use crate::driver::{Driver, LockName};
 use crate::entropy::{Entropy, OsEntropy};
 use crate::error::ConfigError;
+use crate::jeopardy::JeopardyEvent;
 use crate::loss::LossEvent;
 
 /// Default lease TTL.
@@ -29,8 +30,11 @@ pub const MIN_SAFETY_MARGIN: Duration = Duration::from_millis(1);
 pub const MAX_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
 
 pub(crate) type LostCallback = Arc<dyn Fn(&LossEvent) + Send + Sync>;
+pub(crate) type JeopardyCallback = Arc<dyn Fn(&JeopardyEvent) + Send + Sync>;
 
-/// A validated configuration, shared by a mutex and its watchdog.
+/// A validated configuration, shared by a mutex and its watchdog. Cheap to clone: a
+/// [`Locker`](crate::Locker) clones its own for every lock.
+#[derive(Clone)]
 pub(crate) struct Config {
     pub(crate) name: LockName,
     pub(crate) driver: Arc<dyn Driver>,
@@ -42,6 +46,10 @@ pub(crate) struct Config {
     pub(crate) validity: Duration,
     pub(crate) renew_period: Duration,
     pub(crate) renew_timeout: Duration,
+    /// Whether the watchdog renews (else only `refresh` does).
+    pub(crate) watchdog: bool,
+    /// How close to the deadline a hold is in jeopardy.
+    pub(crate) jeopardy_within: Duration,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     /// A planted bug, for the simulation harness.
@@ -49,9 +57,28 @@ pub(crate) struct Config {
     pub(crate) mutant: Option<super::mutant::Mutant>,
     pub(crate) wait: Wait,
     pub(crate) backoff: Backoff,
-    pub(crate) on_lost: Vec<LostCallback>,
+    pub(crate) on_lost: Arc<[LostCallback]>,
+    pub(crate) on_jeopardy: Arc<[JeopardyCallback]>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) entropy: Arc<dyn Entropy>,
+}
+
+impl Config {
+    /// The same configuration for lock `name`.
+    pub(crate) fn named(&self, name: LockName) -> Self {
+        Self {
+            name,
+            ..self.clone()
+        }
+    }
+
+    /// TTL less drift and margin, for a lease of `ttl` (`None`: no validity at all).
+    pub(crate) fn validity_of(&self, ttl: Duration) -> Option<Duration> {
+        let validity = ttl
+            .mul_f64(1.0 - self.drift_factor)
+            .saturating_sub(self.safety_margin);
+        (!validity.is_zero()).then_some(validity)
+    }
 }
 
 impl fmt::Debug for Config {
@@ -62,29 +89,37 @@ impl fmt::Debug for Config {
             .field("validity", &self.validity)
             .field("renew_period", &self.renew_period)
             .field("renew_timeout", &self.renew_timeout)
+            .field("watchdog", &self.watchdog)
+            .field("jeopardy_within", &self.jeopardy_within)
             .field("drift_factor", &self.drift_factor)
             .field("safety_margin", &self.safety_margin)
             .field("wait", &self.wait)
             .field("backoff", &self.backoff)
             .field("on_lost", &self.on_lost.len())
+            .field("on_jeopardy", &self.on_jeopardy.len())
             .field("clock", &self.clock)
             .field("entropy", &self.entropy)
             .finish_non_exhaustive()
     }
 }
 
-/// What a [`MutexBuilder`](crate::MutexBuilder) collects, before validation.
+/// What a [`MutexBuilder`](crate::MutexBuilder) or a
+/// [`LockerBuilder`](crate::LockerBuilder) collects, before validation.
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) name: LockName,
     pub(crate) driver: Arc<dyn Driver>,
     pub(crate) ttl: Duration,
     pub(crate) renew_period: Option<Duration>,
     pub(crate) renew_timeout: Option<Duration>,
+    pub(crate) watchdog: bool,
+    pub(crate) jeopardy_within: Option<Duration>,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     pub(crate) wait: Wait,
     pub(crate) backoff: Backoff,
     pub(crate) on_lost: Vec<LostCallback>,
+    pub(crate) on_jeopardy: Vec<JeopardyCallback>,
     pub(crate) clock: Arc<dyn Clock>,
     /// Whether `clock` was injected: then the mutex's time is not tokio's, which a
     /// driver's own timers run on.
@@ -103,11 +138,14 @@ impl Settings {
             ttl: DEFAULT_TTL,
             renew_period: None,
             renew_timeout: None,
+            watchdog: true,
+            jeopardy_within: None,
             drift_factor: DEFAULT_DRIFT_FACTOR,
             safety_margin: DEFAULT_SAFETY_MARGIN,
             wait: Wait::default(),
             backoff: Backoff::default(),
             on_lost: Vec::new(),
+            on_jeopardy: Vec::new(),
             clock: Arc::new(TokioClock),
             injected_clock: false,
             entropy: Arc::new(OsEntropy::new()),
@@ -171,6 +209,19 @@ impl Settings {
                 validity,
             });
         }
+        // By default a hold is in jeopardy once a renew attempt has used up its whole
+        // timeout without success. It must not be in jeopardy before its first renew is
+        // even due.
+        let latest = validity.saturating_sub(renew_period);
+        let jeopardy_within = self
+            .jeopardy_within
+            .unwrap_or_else(|| latest.saturating_sub(renew_timeout));
+        if jeopardy_within.is_zero() || jeopardy_within > latest {
+            return Err(ConfigError::JeopardyOutOfRange {
+                jeopardy_within,
+                latest,
+            });
+        }
         if self.backoff.base.is_zero()
             || self.backoff.max < self.backoff.base
             || self.backoff.max > MAX_TTL
@@ -194,11 +245,14 @@ impl Settings {
             validity,
             renew_period,
             renew_timeout,
+            watchdog: self.watchdog,
+            jeopardy_within,
             drift_factor: self.drift_factor,
             safety_margin: self.safety_margin,
             wait: self.wait,
             backoff: self.backoff,
-            on_lost: self.on_lost,
+            on_lost: self.on_lost.into(),
+            on_jeopardy: self.on_jeopardy.into(),
             clock: self.clock,
             entropy: self.entropy,
             #[cfg(feature = "mutants")]

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
+use super::signals::Signals;
 use crate::driver::{FenceToken, Lease};
 use crate::loss::LossReason;
 
@@ -18,6 +18,8 @@ pub(super) enum Phase {
 /// How a hold ended: whether a loss is still to be reported by `unlock()`.
 pub(super) struct Ended {
     pub(super) id: u64,
+    /// Why the hold's lease was lost, if it was.
+    pub(super) loss: Option<LossReason>,
     pub(super) unreported_loss: Option<LossReason>,
 }
 
@@ -30,7 +32,7 @@ pub(super) struct Hold {
     pub(super) sent: Instant,
     pub(super) acquired_at: Instant,
     pub(super) deadline: Instant,
-    pub(super) lost: CancellationToken,
+    pub(super) signals: Arc<Signals>,
 }
 
 /// What `lock()` hands to the guard of a new hold.
@@ -38,5 +40,5 @@ pub(crate) struct Installed {
     pub(crate) id: u64,
     pub(crate) acquired_at: Instant,
     pub(crate) fence: FenceToken,
-    pub(crate) lost: CancellationToken,
+    pub(crate) signals: Arc<Signals>,
 }

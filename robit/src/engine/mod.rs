@@ -15,9 +15,12 @@ mod acquire;
 mod backoff;
 mod config;
 mod hold;
+mod jeopardy;
 #[cfg(feature = "mutants")]
 mod mutant;
+mod refresh;
 mod release;
+mod signals;
 mod stats;
 mod timed;
 mod wake;
@@ -41,10 +44,12 @@ pub(crate) use self::hold::Installed;
 use self::hold::{Ended, Hold, Phase};
 #[cfg(feature = "mutants")]
 pub use self::mutant::Mutant;
+pub(crate) use self::refresh::refresh;
 pub(crate) use self::release::unlock;
 use self::release::{in_background, release};
+pub(crate) use self::signals::Signals;
 pub use self::stats::Stats;
-use self::stats::StatsCells;
+pub(crate) use self::stats::StatsCells;
 use self::watchdog::{Duty, Watched};
 use crate::driver::{FenceToken, Lease};
 use crate::error::{LockError, UnlockError};
@@ -54,11 +59,14 @@ use crate::loss::{LossEvent, LossReason};
 /// mutex, its guards and its watchdog.
 pub(crate) struct Core {
     pub(crate) config: Config,
-    pub(crate) stats: StatsCells,
+    /// Shared by every mutex of a [`Locker`](crate::Locker).
+    pub(crate) stats: Arc<StatsCells>,
     /// Everything about the mutex that changes, behind one lock.
     state: StdMutex<MutexState>,
     /// The id the next hold gets.
     next_hold: AtomicU64,
+    /// Taken by each manual refresh: they run one at a time.
+    refreshing: tokio::sync::Mutex<()>,
 }
 
 /// The mutable state of a mutex. Never locked across an `.await`.
@@ -100,10 +108,10 @@ impl MutexState {
 }
 
 impl Core {
-    pub(crate) fn new(config: Config) -> Self {
+    pub(crate) fn new(config: Config, stats: Arc<StatsCells>) -> Self {
         Self {
             config,
-            stats: StatsCells::default(),
+            stats,
             state: StdMutex::new(MutexState {
                 phase: Phase::Idle,
                 last: None,
@@ -115,6 +123,7 @@ impl Core {
                 closed: false,
             }),
             next_hold: AtomicU64::new(1),
+            refreshing: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -161,7 +170,7 @@ impl Core {
         let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
         let fence = lease.fence();
         let lease_signals_loss = lease.signals_loss();
-        let lost = CancellationToken::new();
+        let signals = Arc::new(Signals::new());
         let mut state = self.state();
         state.phase = Phase::Held(Hold {
             id,
@@ -170,7 +179,7 @@ impl Core {
             sent,
             acquired_at,
             deadline,
-            lost: lost.clone(),
+            signals: Arc::clone(&signals),
         });
         // The watchdog need not look at once if it will look by itself before the first
         // renew is due, and the lease has no loss signal of its own to listen to: a
@@ -196,7 +205,7 @@ impl Core {
             id,
             acquired_at,
             fence,
-            lost,
+            signals,
         }
     }
 
@@ -213,6 +222,7 @@ impl Core {
                 lease: Arc::clone(&hold.lease),
                 sent: hold.sent,
                 deadline: hold.deadline,
+                signals: Arc::clone(&hold.signals),
             }),
             Phase::Idle | Phase::Acquiring => None,
         };
@@ -263,14 +273,25 @@ impl Core {
         }
     }
 
-    /// Publishes a renewed deadline; false if the hold is no longer current.
-    pub(crate) fn extend(&self, id: u64, deadline: Instant) -> bool {
-        match &mut self.state().phase {
-            Phase::Held(hold) if hold.id == id => {
+    /// Publishes a deadline renewed at `now`, and takes the hold out of jeopardy if the
+    /// deadline is far enough off now; false if the hold is no longer current, or its
+    /// old deadline passed before `now` (a renewal that came too late does not count).
+    pub(crate) fn extend(&self, id: u64, deadline: Instant, now: Instant) -> bool {
+        let (signals, fence) = match &mut self.state().phase {
+            Phase::Held(hold) if hold.id == id && now < hold.deadline => {
                 hold.deadline = deadline;
-                true
+                (Arc::clone(&hold.signals), hold.fence)
             }
-            _ => false,
+            _ => return false,
+        };
+        self.leave_jeopardy(&signals, fence, deadline, now);
+        true
+    }
+
+    /// Has the watchdog look at the mutex again (a refresh moved the deadline).
+    pub(crate) fn wake_watchdog(&self) {
+        if let Some(running) = &self.state().watchdog {
+            running.wake();
         }
     }
 
@@ -288,6 +309,7 @@ impl Core {
             };
             state.last = Some(Ended {
                 id,
+                loss: Some(reason),
                 unreported_loss: Some(reason),
             });
             hold
@@ -295,14 +317,14 @@ impl Core {
         let held_for = self.now().saturating_duration_since(hold.acquired_at);
         self.stats.lost(held_for);
         tracing::warn!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), ?held_for, %reason, "lease lost");
-        hold.lost.cancel();
+        hold.signals.lose(reason);
         let event = LossEvent {
             name: self.config.name.clone(),
             fence: hold.fence,
             reason,
             held_for,
         };
-        for callback in &self.config.on_lost {
+        for callback in self.config.on_lost.iter() {
             if catch_unwind(AssertUnwindSafe(|| callback(&event))).is_err() {
                 tracing::error!(target: "robit", lock = %self.config.name, "an on_lost callback panicked");
             }
@@ -316,6 +338,7 @@ impl Core {
         if let Some(hold) = state.take_hold(id) {
             state.last = Some(Ended {
                 id: hold.id,
+                loss: None,
                 unreported_loss: None,
             });
             if let Some(running) = &state.watchdog
@@ -384,7 +407,7 @@ impl Core {
     /// The current hold's fencing token and lost signal.
     pub(crate) fn current(&self) -> Option<(FenceToken, CancellationToken)> {
         match &self.state().phase {
-            Phase::Held(hold) => Some((hold.fence, hold.lost.child_token())),
+            Phase::Held(hold) => Some((hold.fence, hold.signals.lost.child_token())),
             Phase::Idle | Phase::Acquiring => None,
         }
     }

@@ -36,6 +36,9 @@ pub struct Stats {
     pub renew_success: u64,
     /// Renew attempts that failed or timed out (each retry counts).
     pub renew_failed: u64,
+    /// Times a hold entered jeopardy (see
+    /// [`MutexBuilder::jeopardy_within`](crate::MutexBuilder::jeopardy_within)).
+    pub jeopardies: u64,
     /// Total time the lock was held, including the current hold, by this client's clock.
     pub total_hold_time: Duration,
     /// Total time spent inside `lock()`/`acquire()` calls, successful or not.
@@ -55,6 +58,7 @@ pub(crate) struct StatsCells {
     lost: AtomicU64,
     renew_success: AtomicU64,
     renew_failed: AtomicU64,
+    jeopardies: AtomicU64,
     hold_nanos: AtomicU64,
     wait_nanos: AtomicU64,
     min_slack_nanos: AtomicU64,
@@ -69,6 +73,7 @@ impl Default for StatsCells {
             lost: AtomicU64::new(0),
             renew_success: AtomicU64::new(0),
             renew_failed: AtomicU64::new(0),
+            jeopardies: AtomicU64::new(0),
             hold_nanos: AtomicU64::new(0),
             wait_nanos: AtomicU64::new(0),
             min_slack_nanos: AtomicU64::new(u64::MAX),
@@ -111,6 +116,10 @@ impl StatsCells {
         self.renew_failed.fetch_add(1, Ordering::Relaxed);
     }
 
+    pub(crate) fn jeopardy(&self) {
+        self.jeopardies.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// A snapshot; `current_hold` is the elapsed time of the hold in progress, if any.
     pub(crate) fn snapshot(&self, current_hold: Duration) -> Stats {
         let min_slack = self.min_slack_nanos.load(Ordering::Relaxed);
@@ -121,6 +130,7 @@ impl StatsCells {
             lost: self.lost.load(Ordering::Relaxed),
             renew_success: self.renew_success.load(Ordering::Relaxed),
             renew_failed: self.renew_failed.load(Ordering::Relaxed),
+            jeopardies: self.jeopardies.load(Ordering::Relaxed),
             total_hold_time: Duration::from_nanos(self.hold_nanos.load(Ordering::Relaxed))
                 + current_hold,
             total_wait_time: Duration::from_nanos(self.wait_nanos.load(Ordering::Relaxed)),

@@ -30,6 +30,7 @@ use tracing::Instrument;
 use super::Core;
 use super::backoff::{MIN_RETRY_DELAY, half_jitter};
 use super::release::release;
+use super::signals::Signals;
 use super::wake::Wake;
 use crate::driver::{DriverError, Lease, Renewal};
 use crate::loss::LossReason;
@@ -96,6 +97,7 @@ pub(crate) struct Watched {
     pub(crate) lease: Arc<dyn Lease>,
     pub(crate) sent: Instant,
     pub(crate) deadline: Instant,
+    pub(crate) signals: Arc<Signals>,
 }
 
 /// Looks at the mutex: starts the releases it was handed, and says whether to keep
@@ -155,52 +157,96 @@ enum Attempt {
     TimedOut,
 }
 
-/// Keeps one hold's lease alive until the hold ends, and signals its loss.
+/// Keeps one hold's lease alive until the hold ends, and signals jeopardy and loss.
+///
+/// With the watchdog turned off ([`Config::watchdog`](super::Config)), it renews
+/// nothing: its next renewal is the deadline itself, which a manual refresh moves (and
+/// wakes it to re-read).
 async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     let Watched {
         id,
         lease,
         sent,
         mut deadline,
+        signals,
     } = hold;
     let config = &core.config;
     let clock = &*config.clock;
     let mut driver_lost = pin!(lease.lost());
-    let mut next_renew = sent + config.renew_period;
-    // Woken: look again, and stop if the hold ended or the mutex is gone.
-    let ended = || !review(core, Some(id)).0;
+    let mut next_renew = if config.watchdog {
+        sent + config.renew_period
+    } else {
+        deadline
+    };
+    // The deadline as the mutex has it now: a refresh may have moved it. `None`: the
+    // hold ended.
+    let current = |next_renew: &mut Instant| {
+        let deadline = core.deadline(id)?;
+        if !config.watchdog {
+            *next_renew = deadline;
+        }
+        Some(deadline)
+    };
+    // When the hold enters jeopardy, if it is not in jeopardy already.
+    let jeopardy = |deadline| (!signals.in_jeopardy()).then(|| core.jeopardy_at(deadline));
 
     // One timer at a time: the renew time always comes before the deadline, and an
-    // attempt's timeout never runs past it, so waking for the sooner of the two and then
-    // reading the clock tells which it was.
+    // attempt's timeout never runs past it, so waking for the soonest and then reading
+    // the clock tells which it was.
     let reason = 'hold: loop {
+        let timer = jeopardy(deadline).map_or(deadline, |at| at.min(deadline));
         tokio::select! {
             biased;
             () = wake.woken() => {
-                if ended() {
+                if !review(core, Some(id)).0 {
                     break None;
+                }
+                match current(&mut next_renew) {
+                    Some(now_due) => deadline = now_due,
+                    None => break None,
                 }
                 continue;
             }
             () = &mut driver_lost => break Some(LossReason::DriverSignalled),
-            () = clock.sleep_until(next_renew.min(deadline)) => {}
+            () = clock.sleep_until(next_renew.min(timer)) => {}
         }
-        if clock.now() >= deadline {
+        match current(&mut next_renew) {
+            Some(now_due) => deadline = now_due,
+            None => break None,
+        }
+        let now = clock.now();
+        if now >= deadline {
             break Some(LossReason::DeadlinePassed);
         }
+        if jeopardy(deadline).is_some_and(|at| now >= at) {
+            core.endanger(id, now);
+        }
+        if now < next_renew || !config.watchdog {
+            continue;
+        }
 
-        let sent = clock.now();
+        let sent = now;
         let attempt_end = (sent + config.renew_timeout).min(deadline);
         let mut renew = pin!(lease.renew(config.ttl));
-        let attempt = renew_once(core, wake, id, &mut renew, &mut driver_lost, attempt_end).await;
+        let attempt = renew_once(
+            core,
+            wake,
+            id,
+            &mut renew,
+            &mut driver_lost,
+            attempt_end,
+            jeopardy(deadline),
+        )
+        .await;
 
+        let now = clock.now();
         match attempt {
             Attempt::Stopped => break None,
             Attempt::DriverSignalled => break Some(LossReason::DriverSignalled),
             // Past the deadline we no longer believe we hold the lock, whatever the
             // backend says: a reply landing at or after it comes too late, even if the
             // timer has not fired yet.
-            Attempt::TimedOut | Attempt::Done(Ok(Renewal::Renewed)) if clock.now() >= deadline => {
+            Attempt::TimedOut | Attempt::Done(Ok(Renewal::Renewed)) if now >= deadline => {
                 break Some(LossReason::DeadlinePassed);
             }
             Attempt::TimedOut => {
@@ -208,13 +254,13 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
                 next_renew = retry_after(core, &error, deadline);
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
-                let slack = deadline.saturating_duration_since(clock.now());
+                let slack = deadline.saturating_duration_since(now);
                 #[cfg(not(feature = "mutants"))]
                 let from = sent;
                 #[cfg(feature = "mutants")]
                 let from = super::mutant::validity_from(config, sent, || clock.now());
                 deadline = from + config.validity;
-                if !core.extend(id, deadline) {
+                if !core.extend(id, deadline, now) {
                     break 'hold None;
                 }
                 core.stats.renewed(slack);
@@ -236,9 +282,10 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
 }
 
 /// Waits for what ends one renew: its answer, its timer, a wake that finds the hold
-/// ended, or the driver's own loss signal. The caller owns the renew's future, so that
-/// an unfinished renew is dropped where it always was: after the caller has dealt with
-/// the outcome.
+/// ended, or the driver's own loss signal — and puts the hold into jeopardy if the
+/// renew is still out at the instant `jeopardy_at`. The caller owns the renew's future,
+/// so that an unfinished renew is dropped where it always was: after the caller has dealt
+/// with the outcome.
 async fn renew_once<R, L>(
     core: &Arc<Core>,
     wake: &Wake,
@@ -246,6 +293,7 @@ async fn renew_once<R, L>(
     renew: &mut Pin<&mut R>,
     driver_lost: &mut Pin<&mut L>,
     attempt_end: Instant,
+    mut jeopardy_at: Option<Instant>,
 ) -> Attempt
 where
     R: Future<Output = Result<Renewal, DriverError>>,
@@ -263,6 +311,10 @@ where
             () = driver_lost.as_mut() => return Attempt::DriverSignalled,
             result = renew.as_mut() => return Attempt::Done(result),
             () = config.clock.sleep_until(attempt_end) => return Attempt::TimedOut,
+            () = config.clock.sleep_until(jeopardy_at.unwrap_or(attempt_end)), if jeopardy_at.is_some() => {
+                core.endanger(id, config.clock.now());
+                jeopardy_at = None;
+            }
         }
     }
 }

@@ -15,6 +15,7 @@ use crate::clock::{Clock, TokioClock};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, LockName, ReleaseWatch, WatchRegistry,
 };
+use crate::millis::Millis;
 
 /// An in-process lock backend with the full driver contract: TTL expiry on an injected
 /// clock, fencing, owner-checked renew and release, release notifications, and a
@@ -153,7 +154,8 @@ impl Driver for LocalDriver {
 fn expiry(now: tokio::time::Instant, ttl: Duration) -> Result<tokio::time::Instant, DriverError> {
     now.checked_add(ttl).ok_or_else(|| {
         DriverError::rejected(format!(
-            "a TTL of {ttl:?} is too long for the local driver's clock; use a TTL of at most a year"
+            "a TTL of {} is too long for the local driver's clock; use a TTL of at most a year",
+            Millis(ttl)
         ))
     })
 }

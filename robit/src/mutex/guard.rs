@@ -8,8 +8,9 @@ use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
 
 use super::Handle;
 use crate::driver::FenceToken;
-use crate::engine::{self, Installed};
-use crate::error::UnlockError;
+use crate::engine::{self, Installed, Signals};
+use crate::error::{RefreshError, UnlockError};
+use crate::loss::LossReason;
 
 /// Proof of one hold of a [`Mutex`](crate::Mutex), returned by `lock()`.
 ///
@@ -42,7 +43,7 @@ pub struct Guard {
     handle: Arc<Handle>,
     id: u64,
     fence: FenceToken,
-    lost: CancellationToken,
+    signals: Arc<Signals>,
     armed: bool,
 }
 
@@ -52,7 +53,7 @@ impl Guard {
             handle,
             id: installed.id,
             fence: installed.fence,
-            lost: installed.lost,
+            signals: installed.signals,
             armed: true,
         }
     }
@@ -64,13 +65,33 @@ impl Guard {
 
     /// Completes when the lease is lost. Never completes after an unlock.
     pub fn lost(&self) -> WaitForCancellationFuture<'_> {
-        self.lost.cancelled()
+        self.signals.lost.cancelled()
     }
 
     /// A token cancelled when the lease is lost, to hand to work that must stop. It is
     /// a child token: cancelling it yourself does not affect the mutex.
     pub fn lost_token(&self) -> CancellationToken {
-        self.lost.child_token()
+        self.signals.lost.child_token()
+    }
+
+    /// Why the lease was lost, once it was (`None` while it is not).
+    pub fn loss(&self) -> Option<LossReason> {
+        self.signals.loss()
+    }
+
+    /// Completes when the hold is in jeopardy — no renewal has succeeded and the
+    /// deadline is near (see
+    /// [`MutexBuilder::jeopardy_within`](crate::MutexBuilder::jeopardy_within)) — or
+    /// has been lost, whichever comes first: the moment to checkpoint. Completes at
+    /// once while the hold is in jeopardy; after a renewal clears it, a new call waits
+    /// for the next one. Never completes after an unlock.
+    pub async fn jeopardy(&self) {
+        self.signals.endangered().await;
+    }
+
+    /// Whether the hold is in jeopardy now.
+    pub fn in_jeopardy(&self) -> bool {
+        self.signals.in_jeopardy()
     }
 
     /// Whether this hold is current and inside its validity deadline.
@@ -98,6 +119,26 @@ impl Guard {
         })
     }
 
+    /// Extends the lease by `ttl` from now, for a mutex built with
+    /// [`watchdog(false)`](crate::MutexBuilder::watchdog), and returns how long the hold
+    /// is valid from now (`ttl` less drift and margin, counted from the refresh's send).
+    ///
+    /// The obtain-and-refresh style: take the lock, work in steps, refresh between them.
+    /// A refresh whose answer comes after the current deadline does not count: the lease
+    /// was lost at the deadline, and that was signalled. Refreshes of one mutex run one
+    /// at a time.
+    ///
+    /// # Errors
+    ///
+    /// [`RefreshError::WatchdogRenews`] if the watchdog renews this mutex's leases;
+    /// [`RefreshError::InvalidTtl`] for a TTL with no validity; [`RefreshError::NotHeld`]
+    /// after an unlock; [`RefreshError::Lost`] if the lease is lost (now signalled, if it
+    /// was not already); [`RefreshError::Backend`] if the backend did not confirm (the
+    /// hold stays valid until its deadline: retry).
+    pub async fn refresh(&self, ttl: Duration) -> Result<Duration, RefreshError> {
+        engine::refresh(&self.handle.core, Some(self.id), ttl).await
+    }
+
     /// Releases the lock and waits for the backend to confirm.
     ///
     /// # Errors
@@ -109,6 +150,20 @@ impl Guard {
     pub async fn unlock(mut self) -> Result<(), UnlockError> {
         self.armed = false;
         engine::unlock(&self.handle.core, Some(self.id)).await
+    }
+
+    /// Ends a hold whose work could not finish in time: signals the loss if the
+    /// watchdog has not yet (the deadline passed while the work ran), reports it, and
+    /// says why it was lost.
+    pub(crate) async fn end_lost(self) -> LossReason {
+        let core = &self.handle.core;
+        if self.loss().is_none() {
+            core.lose(self.id, LossReason::DeadlinePassed);
+        }
+        let reason = self.loss().unwrap_or(LossReason::DeadlinePassed);
+        // Takes the loss as reported: it is the caller's to report.
+        let _reported = self.unlock().await;
+        reason
     }
 
     /// Gives the hold to the mutex: it stays held until

@@ -4,6 +4,7 @@
 
 mod builder;
 mod guard;
+pub(crate) mod setters;
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 pub use self::builder::MutexBuilder;
 pub use self::guard::Guard;
 use crate::driver::{Driver, FenceToken, LockName};
-use crate::engine::{self, Config, Core, Stats, Wait};
-use crate::error::{LockError, UnlockError};
+use crate::engine::{self, Config, Core, Stats, StatsCells, Wait};
+use crate::error::{LockError, RefreshError, UnlockError};
 
 /// A distributed mutex: one would-be holder of one named lock on a backend.
 ///
@@ -93,10 +94,10 @@ impl Mutex {
         MutexBuilder::new(name.into(), Arc::new(driver))
     }
 
-    pub(crate) fn from_config(config: Config) -> Self {
+    pub(crate) fn from_config(config: Config, stats: Arc<StatsCells>) -> Self {
         Self {
             handle: Arc::new(Handle {
-                core: Arc::new(Core::new(config)),
+                core: Arc::new(Core::new(config, stats)),
             }),
         }
     }
@@ -165,6 +166,20 @@ impl Mutex {
     /// not confirm (the lock is released locally either way).
     pub async fn unlock(&self) -> Result<(), UnlockError> {
         engine::unlock(self.core(), None).await
+    }
+
+    /// Extends the lease this mutex holds by `ttl` from now, for a mutex built with
+    /// [`watchdog(false)`](MutexBuilder::watchdog), and returns how long it is valid
+    /// from now. The explicit style's [`Guard::refresh`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Guard::refresh`].
+    pub async fn refresh(
+        &self,
+        ttl: std::time::Duration,
+    ) -> Result<std::time::Duration, RefreshError> {
+        engine::refresh(self.core(), None, ttl).await
     }
 
     /// Whether this mutex holds the lock now: acquired, not unlocked, not lost, and

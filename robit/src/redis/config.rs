@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{Connector, FirstUse, RedisDriver, UrlConnector};
+use crate::millis::Millis;
 
 /// Default namespace: the prefix of every key and channel the driver uses.
 pub const DEFAULT_NAMESPACE: &str = "robit";
@@ -53,7 +54,8 @@ pub enum RedisConfigError {
     },
     /// The quarantine is longer than [`MAX_TTL`](crate::MAX_TTL).
     #[error(
-        "a quarantine of {quarantine:?} is longer than a year; set it to the longest TTL in use"
+        "a quarantine of {} is longer than a year; set it to the longest TTL in use",
+        Millis(*.quarantine)
     )]
     QuarantineTooLong {
         /// The rejected quarantine.

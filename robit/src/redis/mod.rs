@@ -88,6 +88,7 @@ use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
 use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
 use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
+use crate::millis::Millis;
 
 /// A flag as the scripts take it.
 fn flag(on: bool) -> &'static [u8] {
@@ -212,8 +213,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let settings = &inner.settings;
         if request.ttl > crate::engine::MAX_TTL {
             return Err(DriverError::rejected(format!(
-                "a TTL of {:?} is longer than a year; the Redis driver refuses it",
-                request.ttl
+                "a TTL of {} is longer than a year; the Redis driver refuses it",
+                Millis(request.ttl)
             )));
         }
         let owner = hex128(request.owner.as_u128());

@@ -24,6 +24,7 @@ use super::Connector;
 use super::answers::{Freed, parse_waiter};
 use super::waiters::Waiters;
 use crate::driver::ReleaseWatch;
+use crate::millis::Millis;
 
 /// Reconnection delays of the subscriber after a failure.
 const RETRY_MIN: Duration = Duration::from_millis(50);
@@ -176,7 +177,8 @@ async fn session<C: Connector>(
     channel: &str,
     limit: Duration,
 ) -> Result<(), String> {
-    let bounded = |what: &'static str| move |_| format!("{what} took longer than {limit:?}");
+    let bounded =
+        |what: &'static str| move |_| format!("{what} took longer than {}", Millis(limit));
     let pubsub = tokio::time::timeout(limit, connector.subscriber())
         .await
         .map_err(bounded("connecting"))?

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use crate::driver::DriverError;
 use crate::engine::Core;
+use crate::millis::Millis;
 
 /// Failed attempts of one `lock()` call after which it warns.
 pub(super) const WARN_AFTER_FAILURES: u32 = 5;
@@ -46,7 +47,7 @@ impl Failures {
             failures = self.count,
             waiting = ?now.saturating_duration_since(started),
             %error,
-            "lock() keeps failing for a backend reason and retries; it warns again in {WARN_EVERY:?} if the failures go on",
+            "lock() keeps failing for a backend reason and retries; it warns again in {} if the failures go on", Millis(WARN_EVERY),
         );
     }
 }

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::failures::Failures;
 use crate::driver::DriverError;
 use crate::engine::Core;
+use crate::millis::Millis;
 
 /// The answers of one `lock()` call's attempts so far.
 #[derive(Debug, Default)]
@@ -43,8 +44,9 @@ impl Seen {
     pub(super) fn quarantined(&mut self, left: Duration) {
         self.quarantined = true;
         self.last_error = Some(DriverError::unavailable(format!(
-            "the backend lost its state and grants nothing for {left:?}, while holders \
-             from before may still believe they hold the lock"
+            "the backend lost its state and grants nothing for {}, while holders \
+             from before may still believe they hold the lock",
+            Millis(left)
         )));
     }
 

@@ -1,0 +1,81 @@
+//! Jeopardy: the warning a holder gets while its lease can still be saved.
+//!
+//! A hold is in jeopardy from the instant its validity deadline is no more than
+//! `jeopardy_within` away — which, with a healthy backend, never happens, since every
+//! renewal pushes the deadline a whole validity past its send time. The watchdog puts a
+//! hold into jeopardy when that instant passes; a renewal (the watchdog's or a manual
+//! refresh) that moves the deadline far enough off takes it out again.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use super::Core;
+use super::hold::Phase;
+use super::signals::Signals;
+use crate::driver::FenceToken;
+use crate::jeopardy::{Jeopardy, JeopardyEvent};
+
+impl Core {
+    /// The instant a hold with `deadline` enters jeopardy.
+    pub(crate) fn jeopardy_at(&self, deadline: Instant) -> Instant {
+        deadline
+            .checked_sub(self.config.jeopardy_within)
+            .unwrap_or(deadline)
+    }
+
+    /// Puts hold `id` into jeopardy at `now`, if it is current and not in jeopardy yet.
+    pub(crate) fn endanger(&self, id: u64, now: Instant) {
+        let (signals, fence, deadline) = match &self.state().phase {
+            Phase::Held(hold) if hold.id == id => {
+                (Arc::clone(&hold.signals), hold.fence, hold.deadline)
+            }
+            _ => return,
+        };
+        if !signals.set_jeopardy(true) {
+            return;
+        }
+        self.stats.jeopardy();
+        let valid_for = deadline.saturating_duration_since(now);
+        tracing::warn!(target: "robit", lock = %self.config.name, fence = fence.get(), ?valid_for, "lease in jeopardy: no renewal has succeeded, and the validity deadline is near");
+        self.tell_jeopardy(fence, Jeopardy::Entered, valid_for);
+    }
+
+    /// Takes a hold out of jeopardy after a renewal moved its deadline to `deadline`,
+    /// if that is far enough off `now`.
+    pub(super) fn leave_jeopardy(
+        &self,
+        signals: &Signals,
+        fence: FenceToken,
+        deadline: Instant,
+        now: Instant,
+    ) {
+        if !signals.in_jeopardy() || now >= self.jeopardy_at(deadline) {
+            return;
+        }
+        if !signals.set_jeopardy(false) {
+            return;
+        }
+        let valid_for = deadline.saturating_duration_since(now);
+        tracing::info!(target: "robit", lock = %self.config.name, fence = fence.get(), ?valid_for, "lease out of jeopardy: a renewal succeeded");
+        self.tell_jeopardy(fence, Jeopardy::Cleared, valid_for);
+    }
+
+    fn tell_jeopardy(&self, fence: FenceToken, change: Jeopardy, valid_for: std::time::Duration) {
+        if self.config.on_jeopardy.is_empty() {
+            return;
+        }
+        let event = JeopardyEvent {
+            name: self.config.name.clone(),
+            fence,
+            change,
+            valid_for,
+        };
+        for callback in self.config.on_jeopardy.iter() {
+            if catch_unwind(AssertUnwindSafe(|| callback(&event))).is_err() {
+                tracing::error!(target: "robit", lock = %self.config.name, "an on_jeopardy callback panicked");
+            }
+        }
+    }
+}

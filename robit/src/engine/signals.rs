@@ -1,0 +1,65 @@
+//! What a hold tells its holder as it goes: jeopardy (the lease may soon be lost) and
+//! loss (it is), shared by the hold, its guard and the watchdog.
+
+use std::sync::OnceLock;
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::loss::LossReason;
+
+/// The signals of one hold.
+pub(crate) struct Signals {
+    /// Cancelled when the lease is lost, never on unlock.
+    pub(crate) lost: CancellationToken,
+    /// Why the lease was lost; set before `lost` is cancelled.
+    reason: OnceLock<LossReason>,
+    /// Whether the hold is in jeopardy now.
+    jeopardy: watch::Sender<bool>,
+}
+
+impl Signals {
+    pub(crate) fn new() -> Self {
+        Self {
+            lost: CancellationToken::new(),
+            reason: OnceLock::new(),
+            jeopardy: watch::Sender::new(false),
+        }
+    }
+
+    /// Records why the lease was lost, then signals the loss.
+    pub(crate) fn lose(&self, reason: LossReason) {
+        // Only the first reason counts; the engine loses a hold at most once anyway.
+        let _ = self.reason.set(reason);
+        self.lost.cancel();
+    }
+
+    /// Why the lease was lost, once it was.
+    pub(crate) fn loss(&self) -> Option<LossReason> {
+        self.reason.get().copied()
+    }
+
+    pub(crate) fn in_jeopardy(&self) -> bool {
+        *self.jeopardy.borrow()
+    }
+
+    /// Sets whether the hold is in jeopardy; returns whether that changed it.
+    pub(crate) fn set_jeopardy(&self, on: bool) -> bool {
+        self.jeopardy.send_if_modified(|now| {
+            let changed = *now != on;
+            *now = on;
+            changed
+        })
+    }
+
+    /// Completes when the hold is in jeopardy, or has been lost.
+    pub(crate) async fn endangered(&self) {
+        let mut jeopardy = self.jeopardy.subscribe();
+        tokio::select! {
+            biased;
+            () = self.lost.cancelled() => {}
+            // The sender lives as long as `self`, so the wait ends only by the predicate.
+            _ = jeopardy.wait_for(|on| *on) => {}
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! A lease you renew yourself: the watchdog turned off, `refresh` by hand, with the
+//! watchdog's rules — validity from send time, loss signalled at the deadline, answers
+//! that come too late not counted. Paused tokio time throughout.
+
+use robit_test_support::kit as common;
+
+use std::time::Duration;
+
+use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, within};
+use robit::{DriverError, Jeopardy, LocalDriver, LossReason, Mutex, RefreshError, UnlockError};
+use tokio::time::Instant;
+
+fn manual(driver: &FaultyDriver, log: &LossLog) -> Mutex {
+    log.attach(
+        Mutex::builder("by-hand", driver.clone())
+            .ttl(TTL)
+            .watchdog(false),
+    )
+    .build()
+    .unwrap()
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_the_watchdog_nothing_renews_and_the_loss_comes_at_the_deadline() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let started = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    within(TTL, "the loss", guard.lost()).await;
+    assert_eq!(Instant::now(), started + VALIDITY);
+    assert_eq!(driver.renew_calls(), 0);
+    assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
+    assert!(matches!(
+        guard.unlock().await,
+        Err(UnlockError::Lost(LossReason::DeadlinePassed))
+    ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_extends_the_hold_from_its_send_time() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let refreshed_at = Instant::now();
+    assert_eq!(guard.refresh(TTL).await.unwrap(), VALIDITY);
+    assert_eq!(guard.deadline(), Some(refreshed_at + VALIDITY));
+    // Past the first deadline, still held; lost at the new one.
+    within(TTL * 2, "the loss", guard.lost()).await;
+    assert_eq!(Instant::now(), refreshed_at + VALIDITY);
+    assert_eq!(driver.renew_calls(), 1);
+    assert_eq!(holder.stats().renew_success, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_may_ask_for_a_longer_or_shorter_ttl() {
+    let holder = Mutex::builder("by-hand", LocalDriver::new())
+        .ttl(TTL)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    let long = Duration::from_secs(100);
+    // TTL × 0.99 − 2 ms.
+    assert_eq!(
+        guard.refresh(long).await.unwrap(),
+        Duration::from_millis(98_998)
+    );
+    assert_eq!(holder.refresh(TTL).await.unwrap(), VALIDITY);
+    tokio::time::sleep(VALIDITY).await;
+    assert!(
+        !guard.is_held(),
+        "the shorter refresh counts, being the later"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_answered_lost_signals_the_loss_once() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::AnswerLost);
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::Lost(LossReason::NotOwner))
+    ));
+    assert!(guard.lost_token().is_cancelled());
+    assert_eq!(guard.loss(), Some(LossReason::NotOwner));
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::Lost(LossReason::NotOwner))
+    ));
+    tokio::time::sleep(TTL * 2).await;
+    assert_eq!(log.reasons(), [LossReason::NotOwner]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_refresh_leaves_the_hold_valid_until_its_deadline_and_can_be_retried() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let started = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    driver.set_renew(RenewFault::Fail(1));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::Backend(DriverError::Unavailable { .. }))
+    ));
+    assert!(guard.is_held());
+    assert_eq!(guard.deadline(), Some(started + VALIDITY));
+    assert_eq!(holder.stats().renew_failed, 1);
+    assert_eq!(guard.refresh(TTL).await.unwrap(), VALIDITY);
+    assert_eq!(log.count(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_still_unanswered_at_the_deadline_does_not_count() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let started = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // The backend renews at once, but its answer would arrive after the deadline.
+    driver.set_renew(RenewFault::DelayReply(Duration::from_secs(1)));
+    let refreshed = guard.refresh(TTL).await;
+    assert!(
+        matches!(
+            refreshed,
+            Err(RefreshError::Lost(LossReason::DeadlinePassed)
+                | RefreshError::Backend(DriverError::Timeout(_)))
+        ),
+        "{refreshed:?}"
+    );
+    assert_eq!(Instant::now(), started + VALIDITY);
+    assert!(!guard.is_held());
+    within(TTL, "the loss", guard.lost()).await;
+    assert_eq!(log.first_at(), Some(started + VALIDITY));
+    assert_eq!(log.count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn jeopardy_warns_before_a_forgotten_refresh_and_a_refresh_clears_it() {
+    let changes = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&changes);
+    let holder = Mutex::builder("by-hand", LocalDriver::new())
+        .ttl(TTL)
+        .watchdog(false)
+        .on_jeopardy(move |event| seen.lock().unwrap().push(event.change))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    within(TTL, "jeopardy", guard.jeopardy()).await;
+    // The default: the validity less a renew period and a renew timeout (1 s each).
+    assert_eq!(
+        Instant::now(),
+        started + VALIDITY - Duration::from_millis(968)
+    );
+    guard.refresh(TTL).await.unwrap();
+    assert!(!guard.in_jeopardy());
+    assert_eq!(
+        *changes.lock().unwrap(),
+        [Jeopardy::Entered, Jeopardy::Cleared]
+    );
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn refresh_is_refused_while_the_watchdog_renews_and_after_an_unlock() {
+    let watched = Mutex::builder("by-hand", LocalDriver::new())
+        .build()
+        .unwrap();
+    let guard = watched.lock().await.unwrap();
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::WatchdogRenews)
+    ));
+    guard.unlock().await.unwrap();
+
+    // Without a drift allowance, the validity of the longest TTL would overflow.
+    let manual = Mutex::builder("by-hand", LocalDriver::new())
+        .drift_factor(0.0)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    let guard = manual.lock().await.unwrap();
+    for no_validity in [Duration::ZERO, Duration::from_millis(2), Duration::MAX] {
+        let refused = guard.refresh(no_validity).await;
+        assert!(
+            matches!(refused, Err(RefreshError::InvalidTtl { ttl }) if ttl == no_validity),
+            "{refused:?}"
+        );
+    }
+    manual.unlock().await.unwrap();
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::NotHeld)
+    ));
+    assert!(matches!(
+        manual.refresh(TTL).await,
+        Err(RefreshError::NotHeld)
+    ));
+}
