@@ -28,12 +28,16 @@
 //! # The pieces
 //!
 //! The source is laid out the same way: `mutex/` (the public face: [`Mutex`],
-//! [`MutexBuilder`], [`Guard`]), `engine/` (the state machine behind it, with the
-//! acquire loop and the watchdog as its children), `driver/` (the contract a backend
-//! implements), and the drivers `local/` and `redis/`.
+//! [`MutexBuilder`], [`Guard`]), `locker/` ([`Locker`]: locking by name), `engine/` (the
+//! state machine behind both, with the acquire loop and the watchdog as its children),
+//! `driver/` (the contract a backend implements), and the drivers `local/` and `redis/`.
 //!
 //! - [`Mutex`], built by [`MutexBuilder`]: lock/unlock, the watchdog, loss signalling,
 //!   [`Stats`]. Scoped style through [`Guard`], or explicit `acquire`/`unlock`.
+//! - [`Locker`], built by [`LockerBuilder`]: one set of settings from which any task
+//!   locks any name, and [`Locker::with_lock`] around a closure.
+//! - Warnings before a loss: [`JeopardyEvent`] and [`Guard::jeopardy`]; a lease renewed
+//!   by hand: [`MutexBuilder::watchdog`] and [`Guard::refresh`].
 //! - [`Driver`] and [`Lease`]: the contract a backend implements. [`LocalDriver`] is the
 //!   in-process backend.
 //! - [`FenceToken`] and [`FenceGate`]: fencing, on both sides.

@@ -38,8 +38,13 @@ use crate::error::{LockError, RefreshError, UnlockError};
 /// `acquire()` return [`LockError::AlreadyHeld`] at once, and unlocking twice returns
 /// [`UnlockError::AlreadyReleased`].
 ///
-/// A `Mutex` is `Send + Sync`; share it between tasks behind an `Arc`. Its watchdog task
-/// never outlives it: dropping the last of the mutex and its guards stops renewal and
+/// A `Mutex` is one would-be holder, so tasks that must exclude each other each need
+/// their own: a second task calling `lock()` on a shared `Mutex` gets
+/// [`LockError::AlreadyHeld`] at once instead of waiting. To lock from many tasks, or by
+/// a key known at run time, use a [`Locker`](crate::Locker): each of its `lock(name)`
+/// calls is its own would-be holder. (A `Mutex` is `Send + Sync`, so sharing one behind
+/// an `Arc` is fine for a single holder's explicit style: `acquire` in one task,
+/// `unlock` in another.) Its watchdog task never outlives it: dropping the last of the mutex and its guards stops renewal and
 /// releases a held lock in the background, with one release attempt bounded by the renew
 /// timeout. The other tasks robit spawns finish work nobody waits for any more — an
 /// acquire attempt abandoned mid-flight, a cancelled unlock, a waiter's withdrawal — and

@@ -1,0 +1,133 @@
+//! The ways people lock, against a real redis-server: by name through a `Locker`, around
+//! a closure, with a jeopardy warning before a loss, and with a lease renewed by hand.
+//!
+//! Real time throughout (the server's clock is real): the tests wait for events and
+//! assert their order, never durations, except where the server itself reports one.
+#![cfg(feature = "redis")]
+
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use common::within;
+use redis::AsyncCommands;
+use robit::{Jeopardy, Locker, LossReason, Mutex, RefreshError, WithLockError};
+use support::{LONG, RedisServer, driver};
+use tokio::time::Instant;
+
+const TTL: Duration = Duration::from_secs(1);
+
+async fn pttl(server: &RedisServer, key: &str) -> i64 {
+    server.admin().await.pttl(key).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_locking_one_name_through_a_locker_take_turns_on_a_real_server() {
+    let server = RedisServer::start();
+    let locker = Locker::builder(driver(&server)).ttl(TTL).build().unwrap();
+    // Each task records when it believed it held the lock.
+    let beliefs = Arc::new(StdMutex::new(Vec::new()));
+    let tasks: Vec<_> = (0..4)
+        .map(|_| {
+            let (locker, beliefs) = (locker.clone(), Arc::clone(&beliefs));
+            tokio::spawn(async move {
+                for _ in 0..3 {
+                    let guard = locker.lock("job:1").await.unwrap();
+                    let start = Instant::now();
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    assert!(guard.is_held());
+                    beliefs.lock().unwrap().push((start, Instant::now()));
+                    guard.unlock().await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        within(LONG, "a task's three holds", task).await.unwrap();
+    }
+    let mut beliefs = beliefs.lock().unwrap().clone();
+    beliefs.sort();
+    assert_eq!(beliefs.len(), 12);
+    for pair in beliefs.windows(2) {
+        assert!(pair[0].1 <= pair[1].0, "two holders at once: {pair:?}");
+    }
+    let stats = locker.stats();
+    assert_eq!((stats.acquired, stats.released, stats.lost), (12, 12, 0));
+    // A name of its own is free all along.
+    locker.try_lock("job:2").await.unwrap().unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_puts_the_hold_in_jeopardy_then_with_lock_cancels_the_work() {
+    let server = RedisServer::start();
+    let changes = Arc::new(StdMutex::new(Vec::new()));
+    let locker = Locker::builder(driver(&server))
+        .ttl(TTL)
+        .on_jeopardy({
+            let changes = Arc::clone(&changes);
+            move |event| changes.lock().unwrap().push((Instant::now(), event.change))
+        })
+        .build()
+        .unwrap();
+    let outcome = within(
+        LONG,
+        "with_lock to end",
+        locker.with_lock("job:3", async |guard| {
+            server.pause();
+            guard.jeopardy().await;
+            let warned = Instant::now();
+            assert!(guard.is_held(), "jeopardy came after the loss");
+            // Work on past the warning: the loss must cut it short.
+            std::future::pending::<()>().await;
+            warned
+        }),
+    )
+    .await;
+    let lost_at = Instant::now();
+    server.resume();
+    assert!(
+        matches!(outcome, Err(WithLockError::Lost(LossReason::DeadlinePassed))),
+        "{outcome:?}"
+    );
+    let changes = changes.lock().unwrap().clone();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].1, Jeopardy::Entered);
+    assert!(changes[0].0 < lost_at);
+    let stats = locker.stats();
+    assert_eq!((stats.jeopardies, stats.lost), (1, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_by_hand_sets_the_keys_expiry_on_the_server() {
+    let server = RedisServer::start();
+    let mutex = Mutex::builder("by-hand", driver(&server))
+        .ttl(TTL)
+        .watchdog(false)
+        .build()
+        .unwrap();
+    let key = "{robit}:lock:by-hand";
+    let guard = mutex.lock().await.unwrap();
+    let left = pttl(&server, key).await;
+    assert!(left > 0 && left <= 1_000, "PTTL {left}");
+
+    let valid_for = guard.refresh(Duration::from_secs(30)).await.unwrap();
+    assert!(valid_for > Duration::from_secs(29), "{valid_for:?}");
+    let left = pttl(&server, key).await;
+    assert!(left > 29_000 && left <= 30_000, "PTTL {left}");
+    // Past the first TTL, the hold and the key are still there; no watchdog renewed.
+    tokio::time::sleep(TTL + TTL / 2).await;
+    assert!(guard.is_held());
+    assert!(pttl(&server, key).await > 27_000);
+
+    // Someone deletes the key: the next refresh finds the grant gone.
+    let _: () = server.admin().await.del(key).await.unwrap();
+    let refused = guard.refresh(TTL).await;
+    assert!(
+        matches!(refused, Err(RefreshError::Lost(LossReason::NotOwner))),
+        "{refused:?}"
+    );
+    assert!(guard.lost_token().is_cancelled());
+    assert_eq!(mutex.stats().renew_success, 1);
+}
