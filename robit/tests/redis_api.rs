@@ -56,7 +56,13 @@ async fn tasks_locking_one_name_through_a_locker_take_turns_on_a_real_server() {
     let stats = locker.stats();
     assert_eq!((stats.acquired, stats.released, stats.lost), (12, 12, 0));
     // A name of its own is free all along.
-    locker.try_lock("job:2").await.unwrap().unlock().await.unwrap();
+    locker
+        .try_lock("job:2")
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +94,10 @@ async fn a_frozen_server_puts_the_hold_in_jeopardy_then_with_lock_cancels_the_wo
     let lost_at = Instant::now();
     server.resume();
     assert!(
-        matches!(outcome, Err(WithLockError::Lost(LossReason::DeadlinePassed))),
+        matches!(
+            outcome,
+            Err(WithLockError::Lost(LossReason::DeadlinePassed))
+        ),
         "{outcome:?}"
     );
     let changes = changes.lock().unwrap().clone();

@@ -1,0 +1,41 @@
+//! Stop the work when the lease is lost, and export the mutex's counters.
+//!
+//! No token to cancel from a callback and poll between steps: the guard's lost signal
+//! ends the work at the loss. The counters go out in the text format metrics scrapers
+//! read.
+//!
+//! Run with `cargo run -p robit --example on_lost` (set `REDIS_URL` to use Redis).
+
+#![allow(clippy::print_stdout)]
+
+mod support;
+
+use std::time::Duration;
+
+use robit::Mutex;
+
+#[tokio::main]
+async fn main() -> Result<(), robit::BoxError> {
+    let mutex = Mutex::builder("critical-task", support::driver()?)
+        .ttl(Duration::from_secs(30))
+        .on_lost(|event| println!("lock lost ({}); stopping work", event.reason))
+        .build()?;
+
+    let guard = mutex.lock().await?;
+    for step in 1..=3 {
+        tokio::select! {
+            () = guard.lost() => return Ok(()), // the work is no longer exclusive
+            () = tokio::time::sleep(Duration::from_millis(10)) => println!("step {step} done"),
+        }
+    }
+    guard.unlock().await?;
+
+    let stats = mutex.stats();
+    println!("robit_lock_acquired_total {}", stats.acquired);
+    println!("robit_lock_lost_total {}", stats.lost);
+    println!(
+        "robit_lock_hold_seconds_total {}",
+        stats.total_hold_time.as_secs_f64()
+    );
+    Ok(())
+}
