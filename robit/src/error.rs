@@ -108,6 +108,9 @@ pub enum ConfigError {
         /// The longest jeopardy time these settings allow.
         latest: Duration,
     },
+    /// The maximum hold is zero.
+    #[error("a maximum hold of zero would end every hold as it starts; leave it unset for no cap")]
+    ZeroMaxHold,
     /// The retry backoff has a zero base, a cap below its base, or a cap over a year.
     #[error(
         "retry backoff base {} must be non-zero and no larger than its cap {}, \

@@ -25,6 +25,10 @@ pub enum LossReason {
     NotOwner,
     /// The driver reported the loss by itself, through [`Lease::lost`](crate::Lease::lost).
     DriverSignalled,
+    /// The hold lasted as long as
+    /// [`MutexBuilder::max_hold`](crate::MutexBuilder::max_hold) allows: renewal stopped
+    /// and the grant was released.
+    HoldCapReached,
 }
 
 impl fmt::Display for LossReason {
@@ -35,6 +39,10 @@ impl fmt::Display for LossReason {
                 "a renew found the grant gone from the backend or held by someone else"
             }
             Self::DriverSignalled => "the driver reported the grant gone",
+            Self::HoldCapReached => {
+                "the hold reached its maximum length (max_hold); renewal stopped and the grant \
+                 was released"
+            }
         })
     }
 }

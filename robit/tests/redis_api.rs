@@ -140,3 +140,25 @@ async fn a_refresh_by_hand_sets_the_keys_expiry_on_the_server() {
     assert!(guard.lost_token().is_cancelled());
     assert_eq!(mutex.stats().renew_success, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capped_hold_ends_at_its_cap_and_frees_the_key_on_a_real_server() {
+    let server = RedisServer::start();
+    let max = Duration::from_millis(1_500);
+    let mutex = Mutex::builder("capped", driver(&server))
+        .ttl(TTL)
+        .max_hold(max)
+        .build()
+        .unwrap();
+    let rival = Mutex::builder("capped", driver(&server))
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let guard = mutex.lock().await.unwrap();
+    within(LONG, "the loss at the cap", guard.lost()).await;
+    assert_eq!(guard.loss(), Some(LossReason::HoldCapReached));
+    assert!(mutex.stats().renew_success >= 1, "renewed before the cap");
+    let next = within(LONG, "the next holder", rival.lock()).await.unwrap();
+    assert!(next.fence() > guard.fence());
+    next.unlock().await.unwrap();
+}

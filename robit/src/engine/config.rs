@@ -50,6 +50,8 @@ pub(crate) struct Config {
     pub(crate) watchdog: bool,
     /// How close to the deadline a hold is in jeopardy.
     pub(crate) jeopardy_within: Duration,
+    /// The longest a hold lasts, renewals or not.
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     /// A planted bug, for the simulation harness.
@@ -91,6 +93,7 @@ impl fmt::Debug for Config {
             .field("renew_timeout", &self.renew_timeout)
             .field("watchdog", &self.watchdog)
             .field("jeopardy_within", &self.jeopardy_within)
+            .field("max_hold", &self.max_hold)
             .field("drift_factor", &self.drift_factor)
             .field("safety_margin", &self.safety_margin)
             .field("wait", &self.wait)
@@ -114,6 +117,7 @@ pub(crate) struct Settings {
     pub(crate) renew_timeout: Option<Duration>,
     pub(crate) watchdog: bool,
     pub(crate) jeopardy_within: Option<Duration>,
+    pub(crate) max_hold: Option<Duration>,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     pub(crate) wait: Wait,
@@ -140,6 +144,7 @@ impl Settings {
             renew_timeout: None,
             watchdog: true,
             jeopardy_within: None,
+            max_hold: None,
             drift_factor: DEFAULT_DRIFT_FACTOR,
             safety_margin: DEFAULT_SAFETY_MARGIN,
             wait: Wait::default(),
@@ -222,6 +227,9 @@ impl Settings {
                 latest,
             });
         }
+        if self.max_hold.is_some_and(|max| max.is_zero()) {
+            return Err(ConfigError::ZeroMaxHold);
+        }
         if self.backoff.base.is_zero()
             || self.backoff.max < self.backoff.base
             || self.backoff.max > MAX_TTL
@@ -247,6 +255,7 @@ impl Settings {
             renew_timeout,
             watchdog: self.watchdog,
             jeopardy_within,
+            max_hold: self.max_hold,
             drift_factor: self.drift_factor,
             safety_margin: self.safety_margin,
             wait: self.wait,

@@ -223,6 +223,11 @@ impl Core {
                 sent: hold.sent,
                 deadline: hold.deadline,
                 signals: Arc::clone(&hold.signals),
+                // A cap too far off to represent is no cap.
+                cap: self
+                    .config
+                    .max_hold
+                    .and_then(|max| hold.acquired_at.checked_add(max)),
             }),
             Phase::Idle | Phase::Acquiring => None,
         };

@@ -98,6 +98,8 @@ pub(crate) struct Watched {
     pub(crate) sent: Instant,
     pub(crate) deadline: Instant,
     pub(crate) signals: Arc<Signals>,
+    /// When the hold reaches its maximum length, if it has one.
+    pub(crate) cap: Option<Instant>,
 }
 
 /// Looks at the mutex: starts the releases it was handed, and says whether to keep
@@ -169,6 +171,7 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
         sent,
         mut deadline,
         signals,
+        cap,
     } = hold;
     let config = &core.config;
     let clock = &*config.clock;
@@ -194,7 +197,10 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     // attempt's timeout never runs past it, so waking for the soonest and then reading
     // the clock tells which it was.
     let reason = 'hold: loop {
-        let timer = jeopardy(deadline).map_or(deadline, |at| at.min(deadline));
+        let timer = [jeopardy(deadline), cap]
+            .into_iter()
+            .flatten()
+            .fold(deadline, Instant::min);
         tokio::select! {
             biased;
             () = wake.woken() => {
@@ -218,6 +224,9 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
         if now >= deadline {
             break Some(LossReason::DeadlinePassed);
         }
+        if cap.is_some_and(|cap| now >= cap) {
+            break Some(LossReason::HoldCapReached);
+        }
         if jeopardy(deadline).is_some_and(|at| now >= at) {
             core.endanger(id, now);
         }
@@ -226,7 +235,10 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
         }
 
         let sent = now;
-        let attempt_end = (sent + config.renew_timeout).min(deadline);
+        let attempt_end = [Some(sent + config.renew_timeout), cap]
+            .into_iter()
+            .flatten()
+            .fold(deadline, Instant::min);
         let mut renew = pin!(lease.renew(config.ttl));
         let attempt = renew_once(
             core,
@@ -249,6 +261,8 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
             Attempt::TimedOut | Attempt::Done(Ok(Renewal::Renewed)) if now >= deadline => {
                 break Some(LossReason::DeadlinePassed);
             }
+            // The cap came while the renew was out: whatever it answered, the hold ends.
+            _ if cap.is_some_and(|cap| now >= cap) => break Some(LossReason::HoldCapReached),
             Attempt::TimedOut => {
                 let error = DriverError::Timeout(attempt_end - sent);
                 next_renew = retry_after(core, &error, deadline);
@@ -272,10 +286,15 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
         }
     };
 
-    // After a deadline loss the grant may still be live on the backend: free it early for
-    // the next waiter (owner-checked, so harmless if it is gone).
+    // After a deadline loss, or at the hold's cap, the grant may still be live on the
+    // backend: free it early for the next waiter (owner-checked, so harmless if it is
+    // gone).
     if let Some(reason) = reason {
-        if core.lose(id, reason) && reason == LossReason::DeadlinePassed {
+        let grant_may_live = matches!(
+            reason,
+            LossReason::DeadlinePassed | LossReason::HoldCapReached
+        );
+        if core.lose(id, reason) && grant_may_live {
             tokio::spawn(release(Arc::clone(core), Arc::clone(&lease)));
         }
     }

@@ -102,6 +102,19 @@ macro_rules! settings_setters {
             self
         }
 
+        /// The longest a hold may last, however its renewals go (default: no cap).
+        ///
+        /// Why: a holder that hangs while its watchdog keeps renewing — a stuck loop, a
+        /// deadlock elsewhere — would otherwise keep the lock for ever. At the cap, renewal
+        /// stops, the hold ends as lost with
+        /// [`LossReason::HoldCapReached`]($crate::LossReason::HoldCapReached) (signalled like
+        /// any loss), and the grant is released for the next holder. Counted from when
+        /// `lock()` returned.
+        pub fn max_hold(mut self, max: std::time::Duration) -> Self {
+            self.settings.max_hold = Some(max);
+            self
+        }
+
         /// Adds a callback run when a hold enters jeopardy and when it leaves it (see
         /// [`jeopardy_within`](Self::jeopardy_within)).
         ///
