@@ -98,6 +98,14 @@ pub enum EventKind {
         /// Why, as the library reported it.
         reason: String,
     },
+    /// The client's hold entered jeopardy (no renewal through, the deadline near), or,
+    /// with `cleared`, a renewal took it out again.
+    Jeopardy {
+        /// The lease.
+        lease: u64,
+        /// Whether this marks its end.
+        cleared: bool,
+    },
     /// The client sent a write, fenced with its token, to the storage host.
     WriteSent {
         /// The lease the client believed it held.
@@ -171,7 +179,7 @@ pub enum EventKind {
 }
 
 /// Every [`EventKind::label`], for validating scenario files.
-pub(crate) const LABELS: [&str; 18] = [
+pub(crate) const LABELS: [&str; 21] = [
     "lock-called",
     "acquired",
     "lock-failed",
@@ -179,12 +187,15 @@ pub(crate) const LABELS: [&str; 18] = [
     "unlocked",
     "dropped",
     "lost",
+    "jeopardy",
+    "jeopardy-cleared",
     "write-sent",
     "write-accepted",
     "write-rejected",
     "granted",
     "renewed",
     "released",
+    "state-lost",
     "quarantined",
     "fault",
     "repaired",
@@ -204,6 +215,8 @@ impl EventKind {
             Self::Unlocked { .. } => "unlocked",
             Self::Dropped { .. } => "dropped",
             Self::Lost { .. } => "lost",
+            Self::Jeopardy { cleared: false, .. } => "jeopardy",
+            Self::Jeopardy { cleared: true, .. } => "jeopardy-cleared",
             Self::WriteSent { .. } => "write-sent",
             Self::WriteAccepted { .. } => "write-accepted",
             Self::WriteRejected { .. } => "write-rejected",
@@ -241,6 +254,14 @@ impl fmt::Display for Event {
             }
             EventKind::Dropped { lease } => write!(f, "dropped lease={lease}"),
             EventKind::Lost { lease, reason } => write!(f, "lost lease={lease} reason={reason:?}"),
+            EventKind::Jeopardy { lease, cleared } => {
+                let label = if *cleared {
+                    "jeopardy-cleared"
+                } else {
+                    "jeopardy"
+                };
+                write!(f, "{label} lease={lease}")
+            }
             EventKind::WriteSent { lease, token } => {
                 write!(f, "write-sent lease={lease} token={token}")
             }

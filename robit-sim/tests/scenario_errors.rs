@@ -109,6 +109,13 @@ fn unknown_promises_and_required_events_are_refused() {
         ))
         .contains("unknown event \"explosion\"")
     );
+    assert!(
+        error(&GOOD.replace(
+            "duration = \"10s\"",
+            "duration = \"10s\"\nforbid = [\"implosion\"]"
+        ))
+        .contains("`forbid`: unknown event \"implosion\"")
+    );
 }
 
 #[test]

@@ -84,21 +84,8 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
             format!("expects {missing} to be broken, but `check` does not include it"),
         ));
     }
-    let mut require = Vec::new();
-    if let Some(list) = &raw.require {
-        for label in list.get_ref() {
-            if !crate::history::LABELS.contains(&label.as_str()) {
-                return Err(ctx.error(
-                    Some(list.span()),
-                    format!(
-                        "`require`: unknown event {label:?}: expected one of {}",
-                        crate::history::LABELS.join(", ")
-                    ),
-                ));
-            }
-            require.push(label.clone());
-        }
-    }
+    let require = labels(&ctx, raw.require.as_ref(), "require")?;
+    let forbid = labels(&ctx, raw.forbid.as_ref(), "forbid")?;
     let lock = lock_settings(&ctx, &raw)?;
     let latency = pair(
         &ctx,
@@ -125,6 +112,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         check,
         expect,
         require,
+        forbid,
         lock,
         latency,
         fencing: raw.storage.fencing.unwrap_or(true),
@@ -199,6 +187,29 @@ impl LockSettings {
             Wait::Timeout(limit) => robit::Wait::Timeout(limit),
         })
     }
+}
+
+/// A list of event labels (`require`, `forbid`), each checked against the history's.
+fn labels(
+    ctx: &Ctx<'_>,
+    list: Option<&Spanned<Vec<String>>>,
+    field: &str,
+) -> Result<Vec<String>, ScenarioError> {
+    let Some(list) = list else {
+        return Ok(Vec::new());
+    };
+    for label in list.get_ref() {
+        if !crate::history::LABELS.contains(&label.as_str()) {
+            return Err(ctx.error(
+                Some(list.span()),
+                format!(
+                    "`{field}`: unknown event {label:?}: expected one of {}",
+                    crate::history::LABELS.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(list.get_ref().clone())
 }
 
 fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, ScenarioError> {
@@ -288,6 +299,7 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
                 writes: client.writes.unwrap_or(2),
                 drift,
                 mutexes,
+                heed_jeopardy: client.heed_jeopardy.unwrap_or(false),
             });
         }
     }

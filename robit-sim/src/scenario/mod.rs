@@ -57,6 +57,8 @@ pub struct Scenario {
     pub(crate) expect: Vec<Promise>,
     /// Event labels (`lost`, `write-rejected`, …) that must occur at least once.
     pub(crate) require: Vec<String>,
+    /// Events the run must never record (labels, as `require`).
+    pub(crate) forbid: Vec<String>,
     pub(crate) lock: LockSettings,
     pub(crate) latency: (Duration, Duration),
     pub(crate) fencing: bool,
@@ -294,6 +296,9 @@ pub(crate) struct Client {
     /// process). With more than one, each mutex is its own client in the history,
     /// named `<host>#<n>`.
     pub(crate) mutexes: u32,
+    /// Whether the client stops its hold — no more writes, unlock — when the hold is in
+    /// jeopardy, as work that checkpoints on the warning would.
+    pub(crate) heed_jeopardy: bool,
 }
 
 impl Client {

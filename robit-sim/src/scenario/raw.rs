@@ -37,6 +37,8 @@ pub(crate) struct RawScenario {
     pub(crate) expect: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub(crate) require: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub(crate) forbid: Option<Spanned<Vec<String>>>,
     pub(crate) lock: RawLock,
     #[serde(default)]
     pub(crate) network: RawNetwork,
@@ -121,6 +123,8 @@ pub(crate) struct RawClient {
     pub(crate) drift: Option<f64>,
     #[serde(default)]
     pub(crate) mutexes: Option<u32>,
+    #[serde(default)]
+    pub(crate) heed_jeopardy: Option<bool>,
 }
 
 /// One `[[faults]]` entry before its kind is read: each value keeps its place in the

@@ -15,6 +15,14 @@ pub(super) fn describe(kind: &EventKind) -> String {
             format!("dropped lease {lease}: no longer held, loss not signalled yet")
         }
         EventKind::Lost { lease, reason } => format!("lost lease {lease}: {reason}"),
+        EventKind::Jeopardy {
+            lease,
+            cleared: false,
+        } => format!("lease {lease} in jeopardy: no renewal through, the deadline near"),
+        EventKind::Jeopardy {
+            lease,
+            cleared: true,
+        } => format!("lease {lease} out of jeopardy: a renewal got through"),
         EventKind::WriteSent { lease, token } => {
             format!("write sent with token {token} (lease {lease})")
         }

@@ -128,11 +128,22 @@ impl ClientHost {
     ) -> Result<Mutex, robit::BoxError> {
         let (history, name) = (self.history.clone(), self.client.mutex_name(n));
         let leases = Arc::clone(&self.leases);
+        let (warned, warned_name) = (self.history.clone(), name.clone());
+        let warned_leases = Arc::clone(&self.leases);
         Ok(self
             .lock
             .builder(driver)
             .clock(Arc::new(self.clock.clone()))
             .entropy(Arc::new(SeededEntropy::new(seed.rotate_left(17))))
+            .on_jeopardy(move |event| {
+                warned.record(
+                    &warned_name,
+                    EventKind::Jeopardy {
+                        lease: warned_leases[n].load(Ordering::Relaxed),
+                        cleared: event.change == robit::Jeopardy::Cleared,
+                    },
+                );
+            })
             .on_lost(move |event| {
                 history.record(
                     &name,
@@ -188,7 +199,12 @@ impl ClientHost {
                 // The write below was decided on while the lease was held: a pause or a
                 // loss during this sleep makes it stale, which fencing must catch.
                 let poised = Poised::new(&self.poised, hold_ends);
-                self.sleep(hold / steps).await;
+                let heed = self.client.heed_jeopardy;
+                tokio::select! {
+                    biased;
+                    () = guard.jeopardy(), if heed => break,
+                    () = self.sleep(hold / steps) => {}
+                }
                 drop(poised);
                 if self.client.writes > 0 {
                     self.history

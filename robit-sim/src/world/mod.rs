@@ -169,10 +169,10 @@ fn check_config(scenario: &Scenario) -> CheckConfig {
     config
 }
 
-/// The scenario's required events that never happened.
+/// The scenario's required events that never happened, and its forbidden ones that did.
 fn unmet(scenario: &Scenario, history: &History) -> Vec<String> {
     let events = history.events();
-    scenario
+    let missing = scenario
         .require
         .iter()
         .filter(|label| {
@@ -180,6 +180,14 @@ fn unmet(scenario: &Scenario, history: &History) -> Vec<String> {
                 .iter()
                 .any(|event| event.kind.label() == label.as_str())
         })
-        .map(|label| format!("the scenario requires a {label:?} event, and none happened"))
-        .collect()
+        .map(|label| format!("the scenario requires a {label:?} event, and none happened"));
+    let forbidden = scenario.forbid.iter().filter_map(|label| {
+        let event = events
+            .iter()
+            .find(|event| event.kind.label() == label.as_str())?;
+        Some(format!(
+            "the scenario forbids {label:?} events, and one happened: {event}"
+        ))
+    });
+    missing.chain(forbidden).collect()
 }
