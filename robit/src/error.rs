@@ -108,6 +108,20 @@ pub enum ConfigError {
         /// The longest jeopardy time these settings allow.
         latest: Duration,
     },
+    /// A lock-delay was asked of a driver that does not keep one
+    /// ([`Driver::supports_lock_delay`](crate::Driver::supports_lock_delay)).
+    #[error(
+        "this driver does not keep a lock-delay, so the lock would be granted to others \
+         at once after a holder's lease expires; use a driver that does (the local and \
+         Redis drivers) or leave lock_delay unset"
+    )]
+    LockDelayUnsupported,
+    /// The lock-delay is longer than [`MAX_TTL`](crate::MAX_TTL).
+    #[error("a lock-delay of {} is longer than a year", Millis(*.lock_delay))]
+    LockDelayTooLong {
+        /// The rejected lock-delay.
+        lock_delay: Duration,
+    },
     /// The maximum hold is zero.
     #[error("a maximum hold of zero would end every hold as it starts; leave it unset for no cap")]
     ZeroMaxHold,

@@ -11,9 +11,12 @@ use robit_test_support::redis as support;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::within;
+use common::{granted, within};
 use redis::AsyncCommands;
-use robit::{Jeopardy, Locker, LossReason, Mutex, RefreshError, WithLockError};
+use robit::{
+    Acquire, AcquireRequest, Driver, Jeopardy, LockName, Locker, LossReason, Mutex, OwnerToken,
+    RefreshError, Renewal, WithLockError,
+};
 use support::{LONG, RedisServer, driver};
 use tokio::time::Instant;
 
@@ -159,6 +162,73 @@ async fn a_capped_hold_ends_at_its_cap_and_frees_the_key_on_a_real_server() {
     assert_eq!(guard.loss(), Some(LossReason::HoldCapReached));
     assert!(mutex.stats().renew_success >= 1, "renewed before the cap");
     let next = within(LONG, "the next holder", rival.lock()).await.unwrap();
+    assert!(next.fence() > guard.fence());
+    next.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_grant_in_its_lock_delay_refuses_everyone_its_owner_included() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let delay = Duration::from_secs(2);
+    let request = |owner| {
+        AcquireRequest::new(LockName::from("delayed"), OwnerToken::from_u128(owner), TTL)
+            .with_lock_delay(delay)
+    };
+    let lease = granted(&driver, &request(1)).await;
+    let left = pttl(&server, "{robit}:lock:delayed").await;
+    assert!(
+        left > 2_000 && left <= 3_000,
+        "the key lives for TTL + delay: {left}"
+    );
+    // A renewal keeps the delay.
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
+    let left = pttl(&server, "{robit}:lock:delayed").await;
+    assert!(left > 2_000 && left <= 3_000, "PTTL {left}");
+
+    tokio::time::sleep(TTL + TTL / 10).await;
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Lost);
+    match driver.acquire(&request(2)).await.unwrap() {
+        Acquire::Held {
+            expires_in: Some(left),
+        } => assert!(left > Duration::ZERO && left <= delay, "{left:?}"),
+        other => panic!("expected the lock-delay to refuse, got {other:?}"),
+    }
+    // A release by the owner ends the delay.
+    lease.release().await.unwrap();
+    granted(&driver, &request(2)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_that_lost_its_lease_keeps_the_lock_from_others_for_its_lock_delay() {
+    let server = RedisServer::start();
+    let delay = Duration::from_secs(2);
+    let holder = Mutex::builder("delayed", driver(&server))
+        .ttl(TTL)
+        .lock_delay(delay)
+        .build()
+        .unwrap();
+    let rival = Mutex::builder("delayed", driver(&server))
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    // The server stops answering (its clock runs on): the holder's renewals hang, and it
+    // loses its lease at its deadline, before the server's grant ends.
+    server.pause();
+    within(LONG, "the loss", guard.lost()).await;
+    server.resume();
+    // Without the delay the grant would end within moments (and the mutex would
+    // release it early): with it, the server refuses the lock for the delay more.
+    match rival.try_lock().await {
+        Err(robit::LockError::Contended {
+            expires_in: Some(left),
+        }) => assert!(left > TTL, "{left:?}"),
+        other => panic!("expected the lock-delay to refuse, got {other:?}"),
+    }
+    let next = within(LONG, "the rival's grant", rival.lock())
+        .await
+        .unwrap();
     assert!(next.fence() > guard.fence());
     next.unlock().await.unwrap();
 }

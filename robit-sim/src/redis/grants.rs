@@ -70,9 +70,11 @@ fn fence_key(key: &[u8]) -> Vec<u8> {
 }
 
 /// A lock key's value as robit writes it: `W` for a reservation, an id of hex digits,
-/// when it was made as TIME answered (seconds, microseconds), for how many milliseconds,
-/// each after a `:`, and perhaps `:q`. Answers whether it is a reservation, the id, and
-/// when it ends (Unix ms).
+/// when it was made as TIME answered (seconds, microseconds), for how many milliseconds
+/// (and `+<ms>` of lock-delay after that), each after a `:`, and perhaps `:q`. Answers
+/// whether it is a reservation, the id, and until when it keeps everyone else out (Unix
+/// ms): the grant's end, plus its lock-delay — the instant the backend could first grant
+/// the lock to another, which is what the checkers hold a loss signal against.
 fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
     let value = value.strip_suffix(b":q").unwrap_or(value);
     let (reserved, value) = match value.strip_prefix(b"W") {
@@ -83,13 +85,19 @@ fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
     let id = parts
         .next()
         .filter(|id| !id.is_empty() && id.iter().all(u8::is_ascii_hexdigit))?;
-    let mut number = || {
-        parts
-            .next()
-            .filter(|n| !n.is_empty() && n.iter().all(u8::is_ascii_digit))
-            .and_then(parse_integer)
+    let digits = |n: &&[u8]| !n.is_empty() && n.iter().all(u8::is_ascii_digit);
+    let mut number = || parts.next().filter(digits).and_then(parse_integer);
+    let (s, us) = (number()?, number()?);
+    let span = parts.next()?;
+    let ms = match span.iter().position(|&b| b == b'+') {
+        Some(plus) if !reserved => {
+            let (ms, delay) = (&span[..plus], &span[plus + 1..]);
+            let ms = Some(ms).filter(digits).and_then(parse_integer)?;
+            let delay = Some(delay).filter(digits).and_then(parse_integer)?;
+            ms.saturating_add(delay)
+        }
+        _ => Some(span).filter(digits).and_then(parse_integer)?,
     };
-    let (s, us, ms) = (number()?, number()?, number()?);
     if parts.next().is_some() {
         return None;
     }
@@ -263,6 +271,15 @@ mod tests {
         assert_eq!(parse(b"0af:1:2500:700"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"0af:1:2500:700:q"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"W0af:1:2500:700:q"), Some((true, &b"0af"[..], 1702)));
+        // With a lock-delay: nobody else gets the lock until the delay after the TTL.
+        assert_eq!(
+            parse(b"0af:1:2500:700+300"),
+            Some((false, &b"0af"[..], 2002))
+        );
+        assert_eq!(
+            parse(b"0af:1:2500:700+300:q"),
+            Some((false, &b"0af"[..], 2002))
+        );
         let far = format!("0af:{}:0:0", i64::MAX);
         assert_eq!(parse(far.as_bytes()), Some((false, &b"0af"[..], i64::MAX)));
         for odd in [
@@ -280,6 +297,11 @@ mod tests {
             b"0af:1:2:3q",
             b"0af:-1:2:3",
             b"0af:1:+2:3",
+            b"0af:1:2:3+",
+            b"0af:1:2:+3",
+            b"0af:1:2:3+4+5",
+            b"0af:1:2:3+x",
+            b"W0af:1:2:3+4",
         ] {
             assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
         }

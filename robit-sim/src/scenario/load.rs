@@ -148,6 +148,7 @@ fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, Scena
         safety_margin: lock.safety_margin.map(|d| d.0),
         wait,
         backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),
+        lock_delay: lock.lock_delay.map(|d| d.0),
         #[cfg(feature = "mutants")]
         mutant: None,
     };
@@ -176,6 +177,9 @@ impl LockSettings {
         }
         if let Some((base, max)) = self.backoff {
             builder = builder.backoff(robit::Backoff::new(base, max));
+        }
+        if let Some(delay) = self.lock_delay {
+            builder = builder.lock_delay(delay);
         }
         #[cfg(feature = "mutants")]
         if let Some(mutant) = self.mutant {

@@ -269,6 +269,7 @@ pub(crate) struct LockSettings {
     pub(crate) safety_margin: Option<Duration>,
     pub(crate) wait: Wait,
     pub(crate) backoff: Option<(Duration, Duration)>,
+    pub(crate) lock_delay: Option<Duration>,
     /// A bug planted in every client's mutex, for the conformance tests.
     #[cfg(feature = "mutants")]
     pub(crate) mutant: Option<robit::Mutant>,

@@ -72,6 +72,8 @@ pub(crate) struct RawLock {
     pub(crate) wait: Option<Spanned<String>>,
     #[serde(default)]
     pub(crate) backoff: Option<[Dur; 2]>,
+    #[serde(default)]
+    pub(crate) lock_delay: Option<Dur>,
 }
 
 #[derive(Debug, Default, Deserialize)]

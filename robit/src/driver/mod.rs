@@ -215,6 +215,18 @@ pub trait Driver: Send + Sync + 'static {
     fn call_limit(&self) -> Option<Duration> {
         None
     }
+
+    /// Whether the driver keeps a grant's [`lock_delay`](AcquireRequest::lock_delay):
+    /// after the grant ends by expiry (its holder stopped renewing: crashed, paused, cut
+    /// off), it refuses the lock to everyone for that long more; after a release, not.
+    /// A Mutex built with a lock-delay refuses a driver that does not
+    /// ([`ConfigError::LockDelayUnsupported`](crate::ConfigError::LockDelayUnsupported)),
+    /// rather than promise a protection nobody keeps.
+    ///
+    /// The default is `false`.
+    fn supports_lock_delay(&self) -> bool {
+        false
+    }
 }
 
 /// The outcome of one acquire attempt.
@@ -278,5 +290,9 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
 
     fn call_limit(&self) -> Option<Duration> {
         (**self).call_limit()
+    }
+
+    fn supports_lock_delay(&self) -> bool {
+        (**self).supports_lock_delay()
     }
 }

@@ -32,6 +32,11 @@ pub struct AcquireRequest {
     pub ttl: Duration,
     /// Who is waiting, for a `lock()` call that waits; `None` for a single try.
     pub waiter: Option<Waiter>,
+    /// How long after the grant ends *by expiry* the backend must keep refusing the
+    /// lock to everyone (zero: not at all); a release ends it without delay. Only asked
+    /// of a driver whose [`supports_lock_delay`](crate::Driver::supports_lock_delay)
+    /// says it keeps it, for this grant and every renewal of it.
+    pub lock_delay: Duration,
 }
 
 impl AcquireRequest {
@@ -42,7 +47,14 @@ impl AcquireRequest {
             owner,
             ttl,
             waiter: None,
+            lock_delay: Duration::ZERO,
         }
+    }
+
+    /// The same request, with a lock-delay.
+    pub fn with_lock_delay(mut self, lock_delay: Duration) -> Self {
+        self.lock_delay = lock_delay;
+        self
     }
 
     /// The same request, made on behalf of `waiter`.

@@ -52,6 +52,8 @@ pub(crate) struct Config {
     pub(crate) jeopardy_within: Duration,
     /// The longest a hold lasts, renewals or not.
     pub(crate) max_hold: Option<Duration>,
+    /// How long the backend refuses the lock to others after a grant ends by expiry.
+    pub(crate) lock_delay: Duration,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     /// A planted bug, for the simulation harness.
@@ -94,6 +96,7 @@ impl fmt::Debug for Config {
             .field("watchdog", &self.watchdog)
             .field("jeopardy_within", &self.jeopardy_within)
             .field("max_hold", &self.max_hold)
+            .field("lock_delay", &self.lock_delay)
             .field("drift_factor", &self.drift_factor)
             .field("safety_margin", &self.safety_margin)
             .field("wait", &self.wait)
@@ -118,6 +121,7 @@ pub(crate) struct Settings {
     pub(crate) watchdog: bool,
     pub(crate) jeopardy_within: Option<Duration>,
     pub(crate) max_hold: Option<Duration>,
+    pub(crate) lock_delay: Duration,
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     pub(crate) wait: Wait,
@@ -145,6 +149,7 @@ impl Settings {
             watchdog: true,
             jeopardy_within: None,
             max_hold: None,
+            lock_delay: Duration::ZERO,
             drift_factor: DEFAULT_DRIFT_FACTOR,
             safety_margin: DEFAULT_SAFETY_MARGIN,
             wait: Wait::default(),
@@ -230,6 +235,14 @@ impl Settings {
         if self.max_hold.is_some_and(|max| max.is_zero()) {
             return Err(ConfigError::ZeroMaxHold);
         }
+        if self.lock_delay > MAX_TTL {
+            return Err(ConfigError::LockDelayTooLong {
+                lock_delay: self.lock_delay,
+            });
+        }
+        if !self.lock_delay.is_zero() && !self.driver.supports_lock_delay() {
+            return Err(ConfigError::LockDelayUnsupported);
+        }
         if self.backoff.base.is_zero()
             || self.backoff.max < self.backoff.base
             || self.backoff.max > MAX_TTL
@@ -256,6 +269,7 @@ impl Settings {
             watchdog: self.watchdog,
             jeopardy_within,
             max_hold: self.max_hold,
+            lock_delay: self.lock_delay,
             drift_factor: self.drift_factor,
             safety_margin: self.safety_margin,
             wait: self.wait,

@@ -288,13 +288,14 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
 
     // After a deadline loss, or at the hold's cap, the grant may still be live on the
     // backend: free it early for the next waiter (owner-checked, so harmless if it is
-    // gone).
+    // gone) — unless a lock-delay is to keep others out after the grant expires, since
+    // the holder may still be writing, unaware of the loss.
     if let Some(reason) = reason {
         let grant_may_live = matches!(
             reason,
             LossReason::DeadlinePassed | LossReason::HoldCapReached
         );
-        if core.lose(id, reason) && grant_may_live {
+        if core.lose(id, reason) && grant_may_live && config.lock_delay.is_zero() {
             tokio::spawn(release(Arc::clone(core), Arc::clone(&lease)));
         }
     }

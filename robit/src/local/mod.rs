@@ -132,21 +132,27 @@ impl Driver for LocalDriver {
         let expires_at = expiry(now, request.ttl)?;
         let mut table = self.shared.table();
         table.sweep(now);
-        Ok(match table.grant(name, owner, now, expires_at) {
-            Ok(grant) => Acquire::Granted(Arc::new(LocalLease::new(
-                Arc::clone(&self.shared),
-                name.clone(),
-                owner,
-                grant,
-            ))),
-            Err(expires_in) => Acquire::Held {
-                expires_in: Some(expires_in),
+        Ok(
+            match table.grant(name, owner, now, (expires_at, request.lock_delay)) {
+                Ok(grant) => Acquire::Granted(Arc::new(LocalLease::new(
+                    Arc::clone(&self.shared),
+                    name.clone(),
+                    owner,
+                    grant,
+                ))),
+                Err(expires_in) => Acquire::Held {
+                    expires_in: Some(expires_in),
+                },
             },
-        })
+        )
     }
 
     fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
         self.shared.watchers.watch(request.name.clone())
+    }
+
+    fn supports_lock_delay(&self) -> bool {
+        true
     }
 }
 

@@ -26,7 +26,16 @@ pub(super) struct Table {
 pub(super) struct Grant {
     pub(super) owner: OwnerToken,
     pub(super) fence: FenceToken,
+    /// When the lease ends unless renewed.
     expires_at: Instant,
+    /// How long after the lease ends by expiry nobody else gets the lock (lock-delay).
+    delay: Duration,
+    /// Whether the lease has ended by expiry, and the grant only blocks others for its
+    /// lock-delay.
+    lapsed: bool,
+    /// The grant's key in the expiry index: `expires_at`, then, once lapsed, the end of
+    /// the lock-delay.
+    until: Instant,
     /// Cancelled when the driver drops the grant by itself (expiry, eviction).
     pub(super) gone: CancellationToken,
 }
@@ -41,7 +50,9 @@ impl Table {
         (self.grants.len(), self.expiries.len(), self.watchers.len())
     }
 
-    /// Removes every grant that expired at or before `now`.
+    /// Ends every lease that expired at or before `now`: a grant with a lock-delay
+    /// lapses (its holder is told, and it blocks others until the delay is over), any
+    /// other is removed. Removes the lapsed grants whose delay is over.
     pub(super) fn sweep(&mut self, now: Instant) {
         while let Some(entry) = self.expiries.first_entry() {
             if entry.key().0 > now {
@@ -51,27 +62,36 @@ impl Table {
             let name = entry.remove();
             // The index and the map always agree; checking the fence keeps a future
             // mistake from deleting a newer grant. An expiry is an eviction by the clock.
-            if self
-                .grants
-                .get(&name)
-                .is_some_and(|grant| grant.fence == fence)
-            {
-                self.evict(&name);
+            let Some(grant) = self.grants.get_mut(&name).filter(|g| g.fence == fence) else {
+                continue;
+            };
+            let delay_ends = grant.expires_at.checked_add(grant.delay);
+            match delay_ends {
+                Some(until) if !grant.lapsed && until > now => {
+                    grant.lapsed = true;
+                    grant.until = until;
+                    grant.gone.cancel();
+                    self.expiries.insert((until, fence), name);
+                }
+                _ => {
+                    self.evict(&name);
+                }
             }
         }
     }
 
-    /// Grants `name` to `owner` until `expires_at`, or returns how long the live grant has
-    /// left. The caller has swept, so any grant found is live.
+    /// Grants `name` to `owner` until `expires_at`, with a lock-delay of `delay`, or
+    /// returns how long until the grant found (live, or lapsed in its lock-delay) lets
+    /// go. The caller has swept, so any grant found still blocks.
     pub(super) fn grant(
         &mut self,
         name: &LockName,
         owner: OwnerToken,
         now: Instant,
-        expires_at: Instant,
+        (expires_at, delay): (Instant, Duration),
     ) -> Result<(FenceToken, CancellationToken), Duration> {
         if let Some(grant) = self.grants.get(name) {
-            return Err(grant.expires_at.saturating_duration_since(now));
+            return Err(grant.until.saturating_duration_since(now));
         }
         self.last_fence += 1;
         let fence = FenceToken::new(self.last_fence);
@@ -83,13 +103,17 @@ impl Table {
                 owner,
                 fence,
                 expires_at,
+                delay,
+                lapsed: false,
+                until: expires_at,
                 gone: gone.clone(),
             },
         );
         Ok((fence, gone))
     }
 
-    /// Extends the grant if it is `owner`'s `fence` and live (the caller has swept).
+    /// Extends the grant if it is `owner`'s `fence` and live (the caller has swept): a
+    /// lapsed grant is not.
     pub(super) fn renew(
         &mut self,
         name: &LockName,
@@ -100,16 +124,18 @@ impl Table {
         let Some(grant) = self.grants.get_mut(name) else {
             return false;
         };
-        if grant.owner != owner || grant.fence != fence {
+        if grant.owner != owner || grant.fence != fence || grant.lapsed {
             return false;
         }
-        self.expiries.remove(&(grant.expires_at, fence));
+        self.expiries.remove(&(grant.until, fence));
         grant.expires_at = until;
+        grant.until = until;
         self.expiries.insert((until, fence), name.clone());
         true
     }
 
-    /// Deletes the grant if it is `owner`'s `fence`; idempotent.
+    /// Deletes the grant if it is `owner`'s `fence`, lapsed or not (a release says its
+    /// holder is done: no lock-delay is owed); idempotent.
     pub(super) fn release(&mut self, name: &LockName, owner: OwnerToken, fence: FenceToken) {
         let ours = self
             .grants
@@ -133,7 +159,7 @@ impl Table {
 
     fn remove(&mut self, name: &LockName) -> Option<Grant> {
         let grant = self.grants.remove(name)?;
-        self.expiries.remove(&(grant.expires_at, grant.fence));
+        self.expiries.remove(&(grant.until, grant.fence));
         self.notify(name);
         Some(grant)
     }

@@ -115,6 +115,23 @@ macro_rules! settings_setters {
             self
         }
 
+        /// A lock-delay: after a holder's lease ends by *expiry* — it stopped renewing, being
+        /// crashed, paused or cut off — the backend refuses the lock to everyone for this
+        /// long more (default: zero, none). An unlock ends a hold without delay.
+        ///
+        /// Why: a holder that was paused past its lease may resume and finish writes it
+        /// started under the lock before it notices the loss. Fencing tokens stop such
+        /// writes where the resource checks them; where it cannot, a lock-delay as long as
+        /// the longest such pause keeps the next holder out until they have landed (the
+        /// lock-delay of Chubby and Consul). With one, the mutex also leaves a lost grant to
+        /// expire instead of releasing it early. The driver must keep it
+        /// ([`Driver::supports_lock_delay`]($crate::Driver::supports_lock_delay)): the local
+        /// and Redis drivers do.
+        pub fn lock_delay(mut self, delay: std::time::Duration) -> Self {
+            self.settings.lock_delay = delay;
+            self
+        }
+
         /// Adds a callback run when a hold enters jeopardy and when it leaves it (see
         /// [`jeopardy_within`](Self::jeopardy_within)).
         ///

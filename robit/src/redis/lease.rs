@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::answers::Freed;
 use super::config::millis_ceil;
-use super::scripts::{RELEASE, RENEW, ScriptCall};
+use super::scripts::{RELEASE, RENEW, ScriptCall, Span};
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
 
@@ -22,10 +22,12 @@ pub(super) struct RedisLease<C: Connector> {
     /// The waiter first in line behind this grant when it was made, if any: woken early
     /// by the release.
     next: Option<u128>,
-    /// Until when the key can hold nobody else's grant: the TTL from the send of the
-    /// acquire or of the last renewal, or the send of a renewal that found the grant gone.
-    /// Past it, the release reads before it deletes, so that it never takes, and must put
-    /// back, a value whose expiry it cannot know.
+    /// The grant's lock-delay: kept by every renewal.
+    lock_delay: Duration,
+    /// Until when the key can hold nobody else's grant: the TTL (and lock-delay) from the
+    /// send of the acquire or of the last renewal, or the send of a renewal that found the
+    /// grant gone. Past it, the release reads before it deletes, so that it never takes,
+    /// and must put back, a value whose expiry it cannot know.
     ours_until: StdMutex<Instant>,
 }
 
@@ -36,7 +38,7 @@ impl<C: Connector> RedisLease<C> {
         name: LockName,
         owner: [u8; 32],
         (fence, next): (FenceToken, Option<u128>),
-        (sent, ttl): (Instant, Duration),
+        (sent, ttl, lock_delay): (Instant, Duration, Duration),
     ) -> Self {
         Self {
             inner: Arc::clone(inner),
@@ -44,7 +46,8 @@ impl<C: Connector> RedisLease<C> {
             owner,
             fence,
             next,
-            ours_until: StdMutex::new(sent + ttl),
+            lock_delay,
+            ours_until: StdMutex::new(sent + ttl + lock_delay),
         }
     }
 
@@ -68,14 +71,19 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let settings = &self.inner.settings;
-        let mut call = ScriptCall::new(&RENEW, 1, 2, settings.call_bytes(&self.name));
+        let span = Span::new(ttl, self.lock_delay);
+        let args = if span.text.is_some() { 4 } else { 2 };
+        let mut call = ScriptCall::new(&RENEW, 1, args, settings.call_bytes(&self.name));
         call.key(settings.lock_key(&self.name))
             .arg(&self.owner[..])
             .arg(millis_ceil(ttl));
+        if let Some(text) = &span.text {
+            call.arg(text.as_str()).arg(span.key_ms);
+        }
         let sent = Instant::now();
         let renewed: i64 = self.inner.run(&call).await?;
         if renewed == 1 {
-            *self.ours_until() = sent + ttl;
+            *self.ours_until() = sent + ttl + self.lock_delay;
             Ok(Renewal::Renewed)
         } else {
             // Gone: whatever the key holds now is someone else's.

@@ -86,7 +86,7 @@ use self::lease::RedisLease;
 use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
-use self::scripts::{ACQUIRE, ScriptCall, WITHDRAW, WaiterArgs};
+use self::scripts::{ACQUIRE, ScriptCall, Span, WITHDRAW, WaiterArgs};
 use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
 use crate::millis::Millis;
 
@@ -211,10 +211,12 @@ impl<C: Connector> Driver for RedisDriver<C> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         let inner = &self.inner;
         let settings = &inner.settings;
-        if request.ttl > crate::engine::MAX_TTL {
+        if request.ttl > crate::engine::MAX_TTL || request.lock_delay > crate::engine::MAX_TTL {
             return Err(DriverError::rejected(format!(
-                "a TTL of {} is longer than a year; the Redis driver refuses it",
-                Millis(request.ttl)
+                "a TTL of {} with a lock-delay of {} is longer than a year; the Redis \
+                 driver refuses it",
+                Millis(request.ttl),
+                Millis(request.lock_delay)
             )));
         }
         let owner = hex128(request.owner.as_u128());
@@ -234,16 +236,20 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let quarantine = if settings.quarantine.is_zero() {
             0
         } else {
-            millis_ceil(settings.quarantine.max(request.ttl))
+            // Long enough for every grant from before a loss of state to have ended, its
+            // lock-delay included.
+            millis_ceil(settings.quarantine.max(request.ttl + request.lock_delay))
         };
         let name = &request.name;
-        let mut call = ScriptCall::new(&ACQUIRE, 4, 10, settings.call_bytes(name));
+        let span = Span::new(request.ttl, request.lock_delay);
+        let args = if span.text.is_some() { 11 } else { 10 };
+        let mut call = ScriptCall::new(&ACQUIRE, 4, args, settings.call_bytes(name));
         call.key(settings.lock_key(name))
             .key(settings.queue_key(name))
             .key(&settings.fence_key)
             .key(&settings.quarantine_key)
             .arg(&owner[..])
-            .arg(millis_ceil(request.ttl))
+            .arg(span.key_ms)
             .arg(id)
             .arg(entry)
             .arg(queue_ttl)
@@ -252,6 +258,9 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(quarantine)
             .arg(flag(inner.namespace.missing_means_lost()))
             .arg(flag(queued));
+        if let Some(text) = &span.text {
+            call.arg(text.as_str());
+        }
         let sent = tokio::time::Instant::now();
         let answer = inner.run(&call).await?;
         inner.namespace.seen();
@@ -269,7 +278,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
                     request.name.clone(),
                     owner,
                     (fence, next),
-                    (sent, request.ttl),
+                    (sent, request.ttl, request.lock_delay),
                 );
                 Ok(Acquire::Granted(Arc::new(lease)))
             }
@@ -281,6 +290,10 @@ impl<C: Connector> Driver for RedisDriver<C> {
             // A quarantine key without an expiry, set by hand: it lasts until deleted.
             AcquireAnswer::Quarantined { left: None } => Ok(Acquire::Held { expires_in: None }),
         }
+    }
+
+    fn supports_lock_delay(&self) -> bool {
+        true
     }
 
     fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {

@@ -13,6 +13,7 @@
 
 use std::io::Write;
 use std::sync::LazyLock;
+use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{
@@ -146,6 +147,31 @@ impl ToRedisArgs for Key<'_> {
             // and `write_redis_args` could not report it if it did.
             let _ = arg.write_all(self.prefix);
             let _ = arg.write_all(self.name);
+        }
+    }
+}
+
+/// How long a grant's key lives, and the span its value records: the TTL alone, or, with
+/// a lock-delay, `<ttl ms>+<delay ms>` (see common.lua).
+pub(super) struct Span {
+    /// The key's lifetime in ms: the TTL plus the lock-delay.
+    pub(super) key_ms: u64,
+    /// The span as the value writes it, when it is not `key_ms` itself.
+    pub(super) text: Option<String>,
+}
+
+impl Span {
+    pub(super) fn new(ttl: Duration, lock_delay: Duration) -> Self {
+        if lock_delay.is_zero() {
+            return Self {
+                key_ms: millis_ceil(ttl),
+                text: None,
+            };
+        }
+        let (ttl_ms, delay_ms) = (millis_ceil(ttl), millis_ceil(lock_delay));
+        Self {
+            key_ms: ttl_ms.saturating_add(delay_ms),
+            text: Some(format!("{ttl_ms}+{delay_ms}")),
         }
     }
 }

@@ -144,6 +144,7 @@ impl Plan {
             owner: OwnerToken::generate(&*config.entropy),
             ttl: config.ttl,
             waiter: self.waiter.map(|waiter| waiter.on_attempt(attempt)),
+            lock_delay: config.lock_delay,
         }
     }
 

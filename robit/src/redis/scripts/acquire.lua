@@ -11,15 +11,16 @@
 -- KEYS[3] fence      the namespace's last fencing token (no TTL); "<token>q" while a
 --                    quarantine may be running
 -- KEYS[4] quarantine present while grants are suspended after state loss
--- ARGV: owner, ttl_ms, waiter id ('' for a single try), queue entry ('<id>:<poll ms>'),
---       queue_ttl_ms, channel, handoff_ms, quarantine_ms, lost ('1': a missing counter
---       means lost state; '0': a new namespace), queued ('1': an earlier attempt of this
---       waiter may have queued it)
+-- ARGV: owner, key_ms (the TTL, plus any lock-delay), waiter id ('' for a single try),
+--       queue entry ('<id>:<poll ms>'), queue_ttl_ms, channel, handoff_ms, quarantine_ms,
+--       lost ('1': a missing counter means lost state; '0': a new namespace), queued
+--       ('1': an earlier attempt of this waiter may have queued it), and, with a
+--       lock-delay only, the grant's span ('<ttl ms>+<delay ms>'; else key_ms is the TTL)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
 local t = redis.call('TIME')
-local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. ARGV[2]
+local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[11] or ARGV[2])
 local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- Unix µs, the clock's candidate for the token.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]

@@ -4,7 +4,8 @@ local owner, ttl_arg, waiter, entry = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local queue_ttl, channel, handoff = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local quarantine_ms, lost, queued = tonumber(ARGV[8]), ARGV[9] == '1', ARGV[10] == '1'
 
--- The clock in Unix ms, and when the caller's grant would end.
+-- The clock in Unix ms, and when the caller's key would expire (its grant's end, plus
+-- any lock-delay).
 local now = millis(t[1], t[2])
 local ends = now + tonumber(ttl_arg)
 
@@ -14,8 +15,8 @@ local function undo(old)
     redis.call('DEL', lock)
     return
   end
-  local _, _, until_ms, flagged = parse(old)
-  redis.call('SET', lock, old, 'PXAT', flagged and math.max(until_ms, now + queue_ttl) or until_ms)
+  local _, _, _, flagged, blocks = parse(old)
+  redis.call('SET', lock, old, 'PXAT', flagged and math.max(blocks, now + queue_ttl) or blocks)
 end
 
 -- The lock's key now holds the caller's grant: issue its fencing token, the larger of
@@ -120,7 +121,7 @@ if not old then
   return answer
 end
 
-local reserved, id, until_ms, flagged = parse(old)
+local reserved, id, _, flagged, blocks = parse(old)
 if not id then
   -- Not a value robit wrote: held, by whoever wrote it.
   return {0, redis.call('PTTL', lock)}
@@ -129,9 +130,10 @@ if reserved and id == waiter then
   -- Reserved for the caller by a hand-off (which took it out of the queue).
   return take(old, flagged)
 end
-if until_ms > now then
-  wait_in_line(old, until_ms, flagged)
-  return {0, until_ms - now}
+if blocks > now then
+  -- Held, or in the lock-delay after its holder's lease expired.
+  wait_in_line(old, blocks, flagged)
+  return {0, blocks - now}
 end
 if flagged then
   -- The holder (or the waiter it was reserved for) is gone and others have waited:

@@ -1,5 +1,5 @@
 -- Release, continued: a marked grant, or someone else's (see release.lua).
-local reserved, id, until_ms, flagged = parse(old)
+local reserved, id, _, flagged, blocks = parse(old)
 if reserved or id ~= ARGV[1] then
   if careful then
     return 0
@@ -10,9 +10,9 @@ if reserved or id ~= ARGV[1] then
     redis.call('SET', KEYS[1], old)
   elseif flagged then
     local _, now = clock()
-    redis.call('SET', KEYS[1], old, 'PXAT', math.max(until_ms, now + tonumber(ARGV[3])))
+    redis.call('SET', KEYS[1], old, 'PXAT', math.max(blocks, now + tonumber(ARGV[3])))
   else
-    redis.call('SET', KEYS[1], old, 'PXAT', until_ms)
+    redis.call('SET', KEYS[1], old, 'PXAT', blocks)
   end
   return 0
 end

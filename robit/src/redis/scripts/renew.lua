@@ -1,5 +1,7 @@
 -- Renew: extend the grant only if it is still the caller's and has not ended.
--- KEYS[1] lock; ARGV: owner, ttl_ms. Returns 1 renewed, 0 not the caller's any more.
+-- KEYS[1] lock; ARGV: owner, ttl_ms, and with a lock-delay only, the grant's span
+-- ('<ttl ms>+<delay ms>') and key_ms (the TTL plus the delay). Returns 1 renewed, 0 not
+-- the caller's any more (gone, someone else's, or ended and in its lock-delay).
 -- pcall: a key of another type is simply not the caller's grant.
 local value = redis.pcall('GET', KEYS[1])
 if type(value) ~= 'string' then
@@ -11,13 +13,14 @@ if reserved or id ~= ARGV[1] then
 end
 local t, now = clock()
 if until_ms <= now then
-  -- Ended; the key lives on only for the waiters.
+  -- Ended; the key lives on only for the waiters, or for the lock-delay.
   return 0
 end
+local span, key_ms = ARGV[3] or ARGV[2], ARGV[4] or ARGV[2]
 if flagged then
-  redis.call('SET', KEYS[1], stamp(id, t, ARGV[2]) .. ':q', 'KEEPTTL')
-  redis.call('PEXPIREAT', KEYS[1], now + tonumber(ARGV[2]), 'GT')
+  redis.call('SET', KEYS[1], stamp(id, t, span) .. ':q', 'KEEPTTL')
+  redis.call('PEXPIREAT', KEYS[1], now + tonumber(key_ms), 'GT')
 else
-  redis.call('SET', KEYS[1], stamp(id, t, ARGV[2]), 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], stamp(id, t, span), 'PX', key_ms)
 end
 return 1

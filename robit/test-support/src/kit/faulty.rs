@@ -218,6 +218,10 @@ impl Driver for FaultyDriver {
             Notifications::AlwaysReady => ReleaseWatch::new(async {}),
         }
     }
+
+    fn supports_lock_delay(&self) -> bool {
+        self.local.supports_lock_delay()
+    }
 }
 
 /// A lease of a [`FaultyDriver`]: the local lease, with the driver's faults.
