@@ -218,3 +218,15 @@ async fn with_lock_dropped_midway_releases_the_lock() {
         .await
         .unwrap();
 }
+
+#[test]
+fn a_locker_and_its_builder_show_their_settings() {
+    let builder = Locker::builder(LocalDriver::new()).ttl(Duration::from_secs(7));
+    let shown = format!("{builder:?}");
+    assert!(shown.starts_with("LockerBuilder {"), "{shown}");
+    assert!(shown.contains("ttl: 7s"), "{shown}");
+    let locker = builder.build().unwrap();
+    let shown = format!("{locker:?}");
+    assert!(shown.starts_with("Locker {"), "{shown}");
+    assert!(shown.contains("ttl: 7s"), "{shown}");
+}

@@ -6,7 +6,9 @@ use robit_test_support::kit as common;
 
 use std::time::Duration;
 
-use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, within};
+use std::sync::Arc;
+
+use common::{FaultyDriver, JumpClock, LossLog, RenewFault, TTL, VALIDITY, within};
 use robit::{DriverError, Jeopardy, LocalDriver, LossReason, Mutex, RefreshError, UnlockError};
 use tokio::time::Instant;
 
@@ -141,6 +143,38 @@ async fn a_refresh_still_unanswered_at_the_deadline_does_not_count() {
     within(TTL, "the loss", guard.lost()).await;
     assert_eq!(log.first_at(), Some(started + VALIDITY));
     assert_eq!(log.count(), 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_answer_read_after_the_deadline_does_not_count() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let clock = Arc::new(JumpClock::default());
+    let holder = log
+        .attach(
+            Mutex::builder("by-hand", driver.clone())
+                .ttl(TTL)
+                .watchdog(false)
+                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        )
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+    // The backend renews at once, but the client freezes for a second before it reads the
+    // answer: by then its deadline has passed, and it already believes nothing.
+    driver.set_renew(RenewFault::DelayReply(Duration::from_millis(10)));
+    driver.jump_on_next_reply(&clock, Duration::from_secs(1));
+    let refreshed = guard.refresh(TTL).await;
+    assert!(
+        matches!(
+            refreshed,
+            Err(RefreshError::Lost(LossReason::DeadlinePassed))
+        ),
+        "{refreshed:?}"
+    );
+    assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
+    assert_eq!(holder.stats().renew_success, 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -293,13 +293,6 @@ impl Core {
         true
     }
 
-    /// Has the watchdog look at the mutex again (a refresh moved the deadline).
-    pub(crate) fn wake_watchdog(&self) {
-        if let Some(running) = &self.state().watchdog {
-            running.wake();
-        }
-    }
-
     /// Ends hold `id` as lost and signals it through every channel, unless the hold
     /// already ended. Returns whether this call signalled.
     pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {

@@ -54,8 +54,9 @@ pub(crate) async fn refresh(
     match result {
         Ok(Renewal::Renewed) => {
             if core.extend(id, sent + validity, now) {
+                // The watchdog reads the new deadline when its timer for the old one (or
+                // for jeopardy) fires, and sleeps on.
                 core.stats.renewed(deadline.saturating_duration_since(now));
-                core.wake_watchdog();
                 return Ok((sent + validity).saturating_duration_since(now));
             }
             // Gone meanwhile (a loss the watchdog signalled), or too late.

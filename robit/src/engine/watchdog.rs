@@ -162,8 +162,8 @@ enum Attempt {
 /// Keeps one hold's lease alive until the hold ends, and signals jeopardy and loss.
 ///
 /// With the watchdog turned off ([`Config::watchdog`](super::Config)), it renews
-/// nothing: its next renewal is the deadline itself, which a manual refresh moves (and
-/// wakes it to re-read).
+/// nothing: its next renewal is the deadline itself, which a manual refresh moves; it
+/// re-reads the deadline whenever a timer fires, so a refresh need not wake it.
 async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     let Watched {
         id,
