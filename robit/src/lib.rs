@@ -90,8 +90,8 @@ pub use tokio_util::sync::CancellationToken;
 
 pub use crate::clock::{Clock, TokioClock};
 pub use crate::driver::{
-    Acquire, AcquireRequest, BoxError, Driver, DriverError, FenceGate, FenceToken, Lease, LockName,
-    OwnerToken, ReleaseWatch, Renewal, StaleFence, Waiter,
+    Acquire, AcquireRequest, BoxError, Driver, DriverError, FenceGate, FenceToken, Inspection,
+    Lease, LockName, LockState, OwnerToken, ReleaseWatch, Renewal, StaleFence, Waiter,
 };
 #[cfg(feature = "mutants")]
 #[doc(hidden)]

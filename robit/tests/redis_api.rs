@@ -14,8 +14,8 @@ use std::time::Duration;
 use common::{granted, within};
 use redis::AsyncCommands;
 use robit::{
-    Acquire, AcquireRequest, Driver, Jeopardy, LockName, Locker, LossReason, Mutex, OwnerToken,
-    RefreshError, Renewal, WithLockError,
+    Acquire, AcquireRequest, Driver, Inspection, Jeopardy, LockName, LockState, Locker, LossReason,
+    Mutex, OwnerToken, RefreshError, Renewal, WithLockError,
 };
 use support::{LONG, RedisServer, driver};
 use tokio::time::Instant;
@@ -231,4 +231,102 @@ async fn a_holder_that_lost_its_lease_keeps_the_lock_from_others_for_its_lock_de
         .unwrap();
     assert!(next.fence() > guard.fence());
     next.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspection_on_a_real_server_shows_holder_token_time_left_and_waiters() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let name = LockName::from("inspected");
+    assert_eq!(driver.inspect(&name).await.unwrap(), Inspection::free());
+
+    let holder = Mutex::builder("inspected", driver.clone())
+        .ttl(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    let waiter = Mutex::builder("inspected", driver.clone()).build().unwrap();
+    let waiting = tokio::spawn(async move { waiter.lock().await.map(|g| (g, waiter)) });
+    let seen = within(LONG, "the waiter queued", async {
+        loop {
+            let seen = driver.inspect(&name).await.unwrap();
+            if seen.waiters == 1 {
+                return seen;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert_eq!(seen.state, LockState::Held);
+    assert_eq!(seen.fence, Some(guard.fence()));
+    let left = seen.expires_in.unwrap();
+    assert!(
+        left > Duration::from_secs(25) && left <= Duration::from_secs(30),
+        "{left:?}"
+    );
+
+    // Released by force, owner-checked: a stranger's id frees nothing.
+    let owner = seen.holder.unwrap();
+    let stranger = OwnerToken::from_u128(owner.as_u128() ^ 1);
+    assert!(!driver.force_release(&name, stranger).await.unwrap());
+    assert_eq!(driver.inspect(&name).await.unwrap().state, LockState::Held);
+    assert!(driver.force_release(&name, owner).await.unwrap());
+    // It went to the waiter, as a release would have handed it on.
+    let (next, _waiter) = within(LONG, "the hand-off", waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(next.fence() > guard.fence());
+    let seen = driver.inspect(&name).await.unwrap();
+    assert_eq!(
+        (seen.state, seen.fence),
+        (LockState::Held, Some(next.fence()))
+    );
+    // The old holder finds out at its next renewal.
+    assert_eq!(
+        guard.unlock().await.map_err(|error| error.to_string()),
+        Ok(()),
+        "an unlock of a grant already gone is not an error"
+    );
+    next.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspection_shows_the_token_a_grant_got_from_a_counter_ahead_of_the_clock() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let name = LockName::from("inspected");
+    let _: () = server
+        .admin()
+        .await
+        .set("{robit}:fence", "9000000000000000")
+        .await
+        .unwrap();
+    let lease = granted(
+        &driver,
+        &AcquireRequest::new(name.clone(), OwnerToken::from_u128(5), TTL),
+    )
+    .await;
+    assert_eq!(lease.fence().get(), 9_000_000_000_000_001);
+    let seen = driver.inspect(&name).await.unwrap();
+    assert_eq!(seen.fence, Some(lease.fence()));
+    assert_eq!(seen.holder, Some(OwnerToken::from_u128(5)));
+    // A renewal keeps it.
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
+    assert_eq!(
+        driver.inspect(&name).await.unwrap().fence,
+        Some(lease.fence())
+    );
+    // A value robit did not write shows as such.
+    let _: () = server
+        .admin()
+        .await
+        .set("{robit}:lock:other", "x")
+        .await
+        .unwrap();
+    let foreign = driver.inspect(&LockName::from("other")).await.unwrap();
+    assert_eq!(
+        (foreign.state, foreign.expires_in),
+        (LockState::Foreign, None)
+    );
 }

@@ -73,6 +73,79 @@ pub enum Command {
     /// verdict.
     #[command(after_help = EXIT_STATUS)]
     Replay(ReplayArgs),
+    /// Show what a Redis server holds for one lock: its holder, fencing token, time left
+    /// and waiters. For an operator; it only reads.
+    #[command(after_help = OPERATOR_EXIT_STATUS)]
+    Inspect(LockArgs),
+    /// Free a lock whose holder is stuck — only if it is still the holder `inspect`
+    /// showed — and hand it to the first waiter, as the holder's own release would.
+    #[command(after_help = OPERATOR_EXIT_STATUS)]
+    ForceRelease(ForceReleaseArgs),
+}
+
+const OPERATOR_EXIT_STATUS: &str = "\
+Exit status:
+  0  done: the lock shown, or freed
+  1  force-release freed nothing: the lock is not (or no longer) that holder's
+  2  bad input, or the server could not be asked";
+
+/// The lock an operator command looks at: a server, a namespace, a name.
+///
+/// # Example
+///
+/// ```
+/// use clap::Parser;
+/// use robit_sim::cli::{Cli, Command};
+///
+/// let cli = Cli::try_parse_from(["robit-sim", "inspect", "--redis", "redis://10.0.0.5:6379", "job:42"])?;
+/// let Command::Inspect(lock) = cli.command else { unreachable!() };
+/// assert_eq!((lock.namespace.as_str(), lock.name.as_str()), ("robit", "job:42"));
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Args)]
+#[non_exhaustive]
+pub struct LockArgs {
+    /// The Redis server, as the application's driver names it (`redis://`, or
+    /// `rediss://` for TLS; an ACL user and password in the URL)
+    #[arg(long, value_name = "URL")]
+    pub redis: String,
+    /// The namespace the application's driver uses
+    #[arg(long, value_name = "NS", default_value = robit::redis::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// The lock's name
+    pub name: String,
+}
+
+/// The arguments of `robit-sim force-release`.
+///
+/// # Example
+///
+/// ```
+/// use clap::Parser;
+/// use robit_sim::cli::{Cli, Command};
+///
+/// let holder = "0123456789abcdef0123456789abcdef";
+/// let cli = Cli::try_parse_from(["robit-sim", "force-release", "--redis", "redis://h", "job:42", "--holder", holder])?;
+/// let Command::ForceRelease(args) = cli.command else { unreachable!() };
+/// assert_eq!(args.holder, 0x0123456789abcdef0123456789abcdef);
+/// # Ok::<(), clap::Error>(())
+/// ```
+#[derive(Debug, Args)]
+#[non_exhaustive]
+pub struct ForceReleaseArgs {
+    /// The lock.
+    #[command(flatten)]
+    pub lock: LockArgs,
+    /// The holder to free it from: its 32 hex digits, as `inspect` shows them
+    #[arg(long, value_name = "HEX", value_parser = holder)]
+    pub holder: u128,
+}
+
+fn holder(text: &str) -> Result<u128, String> {
+    if text.len() != 32 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("expected the holder's 32 hex digits, as `inspect` shows them".to_owned());
+    }
+    u128::from_str_radix(text, 16).map_err(|error| error.to_string())
 }
 
 /// The arguments of `robit-sim run`.

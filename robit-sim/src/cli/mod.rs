@@ -6,6 +6,7 @@
 
 mod args;
 mod commands;
+mod operator;
 mod report;
 
 use std::io::{self, Write};
@@ -14,7 +15,7 @@ use std::path::{Path, PathBuf};
 use self::args::DEFAULT_DIR;
 use crate::ScenarioError;
 
-pub use self::args::{Cli, Command, ReplayArgs, RunArgs};
+pub use self::args::{Cli, Command, ForceReleaseArgs, LockArgs, ReplayArgs, RunArgs};
 
 /// How a command ended, and so the process's exit status.
 ///
@@ -92,6 +93,10 @@ pub enum CliError {
         /// How many seeds.
         seeds: u64,
     },
+    /// A Redis server the operator commands could not use: a bad URL or namespace, or a
+    /// server that did not answer.
+    #[error("{0}")]
+    Redis(String),
     /// An output file or directory that cannot be written.
     #[error("cannot write {}: {source}", path.display())]
     Write {
@@ -133,6 +138,8 @@ pub fn execute(cli: &Cli, out: &mut dyn Write) -> Result<Status, CliError> {
     match &cli.command {
         Command::Run(args) => commands::run(args, out),
         Command::Replay(args) => commands::replay(args, out),
+        Command::Inspect(args) => operator::inspect(args, out),
+        Command::ForceRelease(args) => operator::force_release(args, out),
     }
 }
 

@@ -71,7 +71,8 @@ fn fence_key(key: &[u8]) -> Vec<u8> {
 
 /// A lock key's value as robit writes it: `W` for a reservation, an id of hex digits,
 /// when it was made as TIME answered (seconds, microseconds), for how many milliseconds
-/// (and `+<ms>` of lock-delay after that), each after a `:`, and perhaps `:q`. Answers
+/// (and `+<ms>` of lock-delay after that), each after a `:`, then, for a grant, `@` and
+/// its fencing token, and perhaps `:q`. Answers
 /// whether it is a reservation, the id, and until when it keeps everyone else out (Unix
 /// ms): the grant's end, plus its lock-delay — the instant the backend could first grant
 /// the lock to another, which is what the checkers hold a loss signal against.
@@ -88,7 +89,14 @@ fn parse(value: &[u8]) -> Option<(bool, &[u8], i64)> {
     let digits = |n: &&[u8]| !n.is_empty() && n.iter().all(u8::is_ascii_digit);
     let mut number = || parts.next().filter(digits).and_then(parse_integer);
     let (s, us) = (number()?, number()?);
-    let span = parts.next()?;
+    let mut span = parts.next()?;
+    if let Some(at) = span.iter().position(|&b| b == b'@') {
+        let token = &span[at + 1..];
+        if reserved || !digits(&token) {
+            return None;
+        }
+        span = &span[..at];
+    }
     let ms = match span.iter().position(|&b| b == b'+') {
         Some(plus) if !reserved => {
             let (ms, delay) = (&span[..plus], &span[plus + 1..]);
@@ -271,6 +279,15 @@ mod tests {
         assert_eq!(parse(b"0af:1:2500:700"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"0af:1:2500:700:q"), Some((false, &b"0af"[..], 1702)));
         assert_eq!(parse(b"W0af:1:2500:700:q"), Some((true, &b"0af"[..], 1702)));
+        // The grant's fencing token, after the span.
+        assert_eq!(
+            parse(b"0af:1:2500:700@12"),
+            Some((false, &b"0af"[..], 1702))
+        );
+        assert_eq!(
+            parse(b"0af:1:2500:700+300@12:q"),
+            Some((false, &b"0af"[..], 2002))
+        );
         // With a lock-delay: nobody else gets the lock until the delay after the TTL.
         assert_eq!(
             parse(b"0af:1:2500:700+300"),
@@ -302,6 +319,11 @@ mod tests {
             b"0af:1:2:3+4+5",
             b"0af:1:2:3+x",
             b"W0af:1:2:3+4",
+            b"W0af:1:2:3@4",
+            b"0af:1:2:3@",
+            b"0af:1:2:3@4@5",
+            b"0af:1:2:3@x",
+            b"0af:1:2:@4",
         ] {
             assert_eq!(parse(odd), None, "{}", String::from_utf8_lossy(odd));
         }

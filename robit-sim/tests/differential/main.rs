@@ -301,20 +301,26 @@ impl Labels {
     }
 }
 
-/// A lock key's value (`<id>:<s>:<us>:<ms>`, perhaps `:q`: made at TIME `<s>.<us>` of
-/// the server's clock, for `<ms>`) with when it was made replaced by the time left until
-/// it ends (`now_ms`: the server's clock), or `None` if it is not of that form.
-fn lock_value(bytes: &[u8], now_ms: i64) -> Option<(String, i64)> {
+/// A lock key's value (`<id>:<s>:<us>:<ms>`, then `@<token>` for a grant, perhaps `:q`:
+/// made at TIME `<s>.<us>` of the server's clock, for `<ms>`) with when it was made
+/// replaced by the time left until it ends (`now_ms`: the server's clock), and its token,
+/// or `None` if it is not of that form.
+fn lock_value(bytes: &[u8], now_ms: i64) -> Option<(String, i64, Option<i64>)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let (text, queued) = match text.strip_suffix(":q") {
         Some(text) => (text, ":q"),
         None => (text, ""),
     };
-    let [id, s, us, ms] = text.split(':').collect::<Vec<_>>().try_into().ok()?;
+    let [id, s, us, span] = text.split(':').collect::<Vec<_>>().try_into().ok()?;
+    let (ms, token) = match span.split_once('@') {
+        Some((ms, token)) => (ms, Some(token.parse::<i64>().ok()?)),
+        None => (span, None),
+    };
     let (s, us, ms): (i64, i64, i64) = (s.parse().ok()?, us.parse().ok()?, ms.parse().ok()?);
     Some((
         format!("{id}:<made>:{ms}{queued}"),
         s * 1000 + us / 1000 + ms - now_ms,
+        token,
     ))
 }
 
@@ -345,7 +351,12 @@ fn normalise(
             (format!("{} q", labels.label(token)), None)
         }
         (Check::LockValue, Frame::Bulk(bytes)) if lock_value(bytes, now_ms).is_some() => {
-            let (shape, left) = lock_value(bytes, now_ms).unwrap();
+            let (shape, left, token) = lock_value(bytes, now_ms).unwrap();
+            // The grant's token, labelled as the replies' tokens are.
+            let shape = match token {
+                Some(token) => format!("{shape} token {}", labels.label(token)),
+                None => shape,
+            };
             (shape, Some(left))
         }
         (Check::Time, Frame::Array(parts))

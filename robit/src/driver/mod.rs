@@ -6,6 +6,7 @@
 
 mod error;
 mod fence;
+mod inspect;
 mod lease;
 mod name;
 mod owner;
@@ -20,6 +21,7 @@ use async_trait::async_trait;
 
 pub use self::error::{BoxError, DriverError};
 pub use self::fence::{FenceGate, FenceToken, StaleFence};
+pub use self::inspect::{Inspection, LockState};
 pub use self::lease::{Lease, Renewal};
 pub use self::name::LockName;
 pub use self::owner::OwnerToken;
@@ -227,6 +229,44 @@ pub trait Driver: Send + Sync + 'static {
     fn supports_lock_delay(&self) -> bool {
         false
     }
+
+    /// What the backend holds for lock `name` now, for an operator: who holds it, its
+    /// fencing token, how long it has left, how many wait. Reads only.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked; the default refuses, for a
+    /// driver that cannot tell.
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        let _ = name;
+        Err(DriverError::rejected(
+            "this driver cannot inspect its locks",
+        ))
+    }
+
+    /// Frees lock `name` by force if `holder` holds it (or held it, in its lock-delay),
+    /// handing it to the first waiter as a release would: for an operator whose holder
+    /// is known to be stuck. Owner-checked, so that an operator acting on a stale
+    /// [`inspect`](Driver::inspect) never frees a newer holder's grant. Returns whether
+    /// it freed anything.
+    ///
+    /// The holder is not told: if it is alive after all, it learns at its next renewal
+    /// (or its validity deadline) that the lease is gone, and meanwhile another may hold
+    /// the lock — what fencing tokens are for.
+    ///
+    /// # Errors
+    ///
+    /// A [`DriverError`] when the backend could not be asked; the default refuses.
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        let _ = (name, holder);
+        Err(DriverError::rejected(
+            "this driver cannot release a lock by force",
+        ))
+    }
 }
 
 /// The outcome of one acquire attempt.
@@ -294,5 +334,17 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
 
     fn supports_lock_delay(&self) -> bool {
         (**self).supports_lock_delay()
+    }
+
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        (**self).inspect(name).await
+    }
+
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        (**self).force_release(name, holder).await
     }
 }

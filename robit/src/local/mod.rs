@@ -13,7 +13,8 @@ use self::lease::LocalLease;
 use self::table::Table;
 use crate::clock::{Clock, TokioClock};
 use crate::driver::{
-    Acquire, AcquireRequest, Driver, DriverError, LockName, ReleaseWatch, WatchRegistry,
+    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
+    WatchRegistry,
 };
 use crate::millis::Millis;
 
@@ -153,6 +154,24 @@ impl Driver for LocalDriver {
 
     fn supports_lock_delay(&self) -> bool {
         true
+    }
+
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        let now = self.shared.clock.now();
+        let mut table = self.shared.table();
+        table.sweep(now);
+        Ok(table.inspect(name, now))
+    }
+
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        let now = self.shared.clock.now();
+        let mut table = self.shared.table();
+        table.sweep(now);
+        Ok(table.force_release(name, holder))
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::driver::{FenceToken, LockName, OwnerToken, WatchRegistry};
+use crate::driver::{FenceToken, Inspection, LockName, LockState, OwnerToken, WatchRegistry};
 
 /// All grants of one local driver.
 ///
@@ -144,6 +144,33 @@ impl Table {
         if ours {
             self.remove(name);
         }
+    }
+
+    /// What the table holds for `name` (the caller has swept).
+    pub(super) fn inspect(&self, name: &LockName, now: Instant) -> Inspection {
+        let Some(grant) = self.grants.get(name) else {
+            return Inspection::free();
+        };
+        let mut seen = Inspection::free();
+        seen.state = if grant.lapsed {
+            LockState::LockDelay
+        } else {
+            LockState::Held
+        };
+        seen.holder = Some(grant.owner);
+        seen.fence = Some(grant.fence);
+        seen.expires_in = Some(grant.until.saturating_duration_since(now));
+        seen
+    }
+
+    /// Deletes the grant of `name` if `owner` holds it (or held it, in its lock-delay),
+    /// and signals its loss: a release by force. Returns whether it did.
+    pub(super) fn force_release(&mut self, name: &LockName, owner: OwnerToken) -> bool {
+        let theirs = self
+            .grants
+            .get(name)
+            .is_some_and(|grant| grant.owner == owner);
+        theirs && self.evict(name)
     }
 
     /// Deletes whatever grant `name` has and signals its loss.

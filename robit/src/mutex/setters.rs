@@ -47,7 +47,7 @@ macro_rules! settings_setters {
             self
         }
 
-        /// How long `lock()` and `acquire()` wait for a held lock. Default [`Wait::Forever`].
+        /// How long `lock()` and `acquire()` wait for a held lock. Default [`Wait::Forever`]($crate::Wait::Forever).
         pub fn wait(mut self, wait: $crate::Wait) -> Self {
             self.settings.wait = wait;
             self

@@ -56,6 +56,7 @@ mod config;
 mod connection;
 mod connector;
 mod error;
+mod inspect;
 mod keys;
 mod lease;
 mod namespace;
@@ -87,7 +88,10 @@ use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
 use self::scripts::{ACQUIRE, ScriptCall, Span, WITHDRAW, WaiterArgs};
-use crate::driver::{Acquire, AcquireRequest, Driver, DriverError, ReleaseWatch, hex128};
+use crate::driver::{
+    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
+    hex128,
+};
 use crate::millis::Millis;
 
 /// A flag as the scripts take it.
@@ -294,6 +298,18 @@ impl<C: Connector> Driver for RedisDriver<C> {
 
     fn supports_lock_delay(&self) -> bool {
         true
+    }
+
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        self.inspect_lock(name).await
+    }
+
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        self.release_by_force(name, holder).await
     }
 
     fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {

@@ -53,12 +53,18 @@ pub mod sources {
         include_str!("scripts/common.lua"),
         include_str!("scripts/withdraw.lua")
     );
+    /// Inspect: what a lock's keys hold, for an operator.
+    pub const INSPECT: &str = concat!(
+        include_str!("scripts/common.lua"),
+        include_str!("scripts/inspect.lua")
+    );
 }
 
 pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::ACQUIRE));
 pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RENEW));
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
 pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));
+pub(super) static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(sources::INSPECT));
 
 /// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
 /// directly in the command's buffer.

@@ -63,10 +63,20 @@ enum First {
 
 /// A lock key's value: `id`'s, made `made` ms after the simulation's start (as TIME
 /// answers it then), for `ms`, and a suffix.
+/// A reservation's value: made at `made` (ms), for `ms`.
 fn value(id: &str, made: u64, ms: u64, suffix: &str) -> Frame {
     let clock = EPOCH + at(made);
     let (s, us) = (clock.as_secs(), clock.subsec_micros());
     Frame::bulk(format!("{id}:{s}:{us}:{ms}{suffix}"))
+}
+
+/// A grant's value: made (or last renewed) at `made`, for `ms`, with the fencing token of
+/// a grant made at `granted` (the server's clock then).
+fn grant_value(id: &str, made: u64, ms: u64, granted: u64, suffix: &str) -> Frame {
+    let clock = EPOCH + at(made);
+    let (s, us) = (clock.as_secs(), clock.subsec_micros());
+    let token = clock_token(at(granted));
+    Frame::bulk(format!("{id}:{s}:{us}:{ms}@{token}{suffix}"))
 }
 
 struct Backend {

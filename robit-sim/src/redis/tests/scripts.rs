@@ -13,7 +13,7 @@ fn acquire_grants_a_free_lock_with_a_token_from_the_servers_clock() {
     // The grant and when it ends, and a key that expires then.
     assert_eq!(
         backend.run(at(1_500), &["GET", LOCK]),
-        value(OWNER_A, 1_500, 10_000, "")
+        grant_value(OWNER_A, 1_500, 10_000, 1_500, "")
     );
     assert_eq!(backend.run(at(2_000), &["PTTL", LOCK]), int(9_500));
     let counter = clock_token(at(1_500)).to_string();
@@ -49,7 +49,7 @@ fn a_held_lock_answers_its_time_left_and_queues_a_waiter_once_but_not_a_single_t
     assert_eq!(backend.run(at(4_000), &["EXISTS", QUEUE]), int(0));
     assert_eq!(
         backend.run(at(4_000), &["GET", LOCK]),
-        value(OWNER_A, 0, 10_000, "")
+        grant_value(OWNER_A, 0, 10_000, 0, "")
     );
     let waiter = Some((WAITER_B, 300));
     let first = backend.acquire_as(4_000, OWNER_B, "10000", waiter, "0", First::WaiterFirstTry);
@@ -70,7 +70,7 @@ fn a_held_lock_answers_its_time_left_and_queues_a_waiter_once_but_not_a_single_t
     // until the later of that end and the queue's.
     assert_eq!(
         backend.run(at(4_100), &["GET", LOCK]),
-        value(OWNER_A, 0, 10_000, ":q")
+        grant_value(OWNER_A, 0, 10_000, 0, ":q")
     );
     assert_eq!(backend.run(at(9_000), &["PTTL", LOCK]), int(1_000));
     assert_eq!(
@@ -108,7 +108,7 @@ fn release_hands_the_lock_to_the_first_waiter_and_publishes_its_id() {
     assert_eq!(backend.run(at(40), &["EXISTS", QUEUE]), int(0));
     assert_eq!(
         backend.run(at(40), &["GET", LOCK]),
-        value(OWNER_B, 40, 10_000, ":q")
+        grant_value(OWNER_B, 40, 10_000, 40, ":q")
     );
     let kinds = backend.kinds();
     assert_eq!(kinds.len(), 3);
@@ -141,7 +141,7 @@ fn a_queued_waiter_that_finds_the_key_gone_takes_the_lock_and_leaves_it_marked_f
     );
     assert_eq!(
         backend.run(at(4), &["GET", LOCK]),
-        value(OWNER_B, 4, 10_000, ":q")
+        grant_value(OWNER_B, 4, 10_000, 4, ":q")
     );
     // So its release hands the lock on.
     assert_eq!(backend.release(5, OWNER_B), Frame::bulk(WAITER_C));
@@ -245,6 +245,21 @@ fn a_counter_ahead_of_the_clock_is_incremented() {
         backend.run(at(0), &["GET", FENCE]),
         Frame::bulk("9000000000000001")
     );
+    // The grant carries the counter's token, not the clock's.
+    let granted = backend.run(at(0), &["GET", LOCK]);
+    let Frame::Bulk(granted) = granted else {
+        panic!("a grant, got {granted:?}");
+    };
+    assert!(
+        granted.ends_with(b"@9000000000000001"),
+        "{}",
+        String::from_utf8_lossy(&granted)
+    );
+    assert_eq!(
+        backend.run(at(1), &["PTTL", LOCK]),
+        int(9_999),
+        "its expiry kept"
+    );
 }
 
 #[test]
@@ -259,7 +274,7 @@ fn renew_and_release_touch_only_the_callers_own_grant() {
     assert_eq!(backend.release(600, OWNER_B), int(0));
     assert_eq!(
         backend.run(at(600), &["GET", LOCK]),
-        value(OWNER_A, 500, 20_000, "")
+        grant_value(OWNER_A, 500, 20_000, 0, "")
     );
     assert_eq!(backend.run(at(600), &["PTTL", LOCK]), int(19_900));
     assert_eq!(backend.release(700, OWNER_A), int(1));
@@ -303,7 +318,7 @@ fn renewing_a_grant_with_waiters_keeps_the_key_alive_for_them() {
     assert_eq!(backend.renew(500, OWNER_A, "1000"), int(1));
     assert_eq!(
         backend.run(at(500), &["GET", LOCK]),
-        value(OWNER_A, 500, 1_000, ":q")
+        grant_value(OWNER_A, 500, 1_000, 0, ":q")
     );
     assert_eq!(backend.run(at(500), &["PTTL", LOCK]), int(3_510));
     assert_eq!(backend.renew(600, OWNER_A, "9000"), int(1));

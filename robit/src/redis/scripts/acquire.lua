@@ -20,10 +20,12 @@
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
 local t = redis.call('TIME')
-local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[11] or ARGV[2])
-local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
--- Unix µs, the clock's candidate for the token.
+-- Unix µs, the clock's candidate for the token, and the grant as the key will hold it
+-- (see common.lua). Should the token turn out larger than the clock, the grant is
+-- written again with it.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[11] or ARGV[2]) .. '@' .. micros
+local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- The fencing counter's last token, read as the grant's is written: `nil` until then.
 local last
 if not old then

@@ -63,7 +63,13 @@ local function fenced(old, read)
   end
   local token = (tonumber(digits) or 0) + 1
   if token > tonumber(micros) then
-    redis.call('SET', fence, string.format('%d', token))
+    -- The counter is ahead of the clock: the grant, written with the clock's candidate,
+    -- takes the counter's token instead.
+    local text = string.format('%d', token)
+    redis.call('SET', fence, text)
+    mine = string.gsub(mine, '@%d+$', '@' .. text)
+    local held = redis.call('GET', lock)
+    redis.call('SET', lock, (string.gsub(held, '@%d+', '@' .. text, 1)), 'KEEPTTL')
   else
     token = tonumber(micros)
   end

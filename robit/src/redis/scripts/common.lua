@@ -1,12 +1,13 @@
 -- Shared by every script; included in each when it is loaded (after the uncontended path
 -- of acquire and release).
 --
--- A lock's key holds "<owner>:<s>:<us>:<ttl>" while granted, or
+-- A lock's key holds "<owner>:<s>:<us>:<ttl>@<token>" while granted, or
 -- "W<waiter id>:<s>:<us>:<window>" while reserved for the longest-waiting waiter: when it
--- was made, as TIME answered it (seconds and microseconds), and for how many
--- milliseconds. A grant with a lock-delay holds "<owner>:<s>:<us>:<ttl>+<delay>": when
--- its lease ends by expiry, the key lives on for the delay and refuses everyone (its
--- owner's renewals included) until then; a release deletes it as any other. Written from TIME's own strings, so that the uncontended path converts no
+-- was made or last renewed, as TIME answered it (seconds and microseconds), for how many
+-- milliseconds, and the grant's fencing token. A grant with a lock-delay holds
+-- "<owner>:<s>:<us>:<ttl>+<delay>@<token>": when its lease ends by expiry, the key lives
+-- on for the delay and refuses everyone (its owner's renewals included) until then; a
+-- release deletes it as any other. Written from TIME's own strings, so that the uncontended path converts no
 -- number to text. Without a suffix the key expires when the grant or reservation ends,
 -- and nobody waits: releasing it is one GETDEL. The suffix ":q" says waiters may be
 -- queued (the queue key): the key then lives on past the end, kept alive by the waiters,
@@ -29,17 +30,19 @@ local function stamp(id, t, ms)
 end
 
 -- A lock key's value: whether it is a reservation, the owner's (or waiter's) id, when it
--- ends (Unix ms), whether waiters may be queued, and until when it keeps others out (its
--- end, plus any lock-delay). Nil for a value robit did not write.
+-- ends (Unix ms), whether waiters may be queued, until when it keeps others out (its
+-- end, plus any lock-delay), and the grant's fencing token (text; nil for a
+-- reservation). Nil for a value robit did not write.
 local function parse(value)
   local flagged = string.sub(value, -2) == ':q'
   local body = flagged and string.sub(value, 1, -3) or value
-  local w, id, s, us, ms, delay = string.match(body, '^(W?)(%x+):(%d+):(%d+):(%d+)%+?(%d*)$')
+  local w, id, s, us, ms, delay, token =
+    string.match(body, '^(W?)(%x+):(%d+):(%d+):(%d+)%+?(%d*)@?(%d*)$')
   if not id then
     return nil
   end
   local ends = millis(s, us) + tonumber(ms)
-  return w == 'W', id, ends, flagged, ends + (tonumber(delay) or 0)
+  return w == 'W', id, ends, flagged, ends + (tonumber(delay) or 0), token ~= '' and token or nil
 end
 
 -- Queue entries are "<waiter id>:<poll interval ms>". Reserves the lock for the waiter at

@@ -7,7 +7,7 @@ local value = redis.pcall('GET', KEYS[1])
 if type(value) ~= 'string' then
   return 0
 end
-local reserved, id, until_ms, flagged = parse(value)
+local reserved, id, until_ms, flagged, _, token = parse(value)
 if reserved or id ~= ARGV[1] then
   return 0
 end
@@ -16,11 +16,12 @@ if until_ms <= now then
   -- Ended; the key lives on only for the waiters, or for the lock-delay.
   return 0
 end
-local span, key_ms = ARGV[3] or ARGV[2], ARGV[4] or ARGV[2]
+local key_ms = ARGV[4] or ARGV[2]
+local renewed = stamp(id, t, ARGV[3] or ARGV[2]) .. (token and '@' .. token or '')
 if flagged then
-  redis.call('SET', KEYS[1], stamp(id, t, span) .. ':q', 'KEEPTTL')
+  redis.call('SET', KEYS[1], renewed .. ':q', 'KEEPTTL')
   redis.call('PEXPIREAT', KEYS[1], now + tonumber(key_ms), 'GT')
 else
-  redis.call('SET', KEYS[1], stamp(id, t, span), 'PX', key_ms)
+  redis.call('SET', KEYS[1], renewed, 'PX', key_ms)
 end
 return 1
