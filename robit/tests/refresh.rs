@@ -240,3 +240,70 @@ async fn refresh_is_refused_while_the_watchdog_renews_and_after_an_unlock() {
         Err(RefreshError::NotHeld)
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_that_leaves_the_deadline_near_keeps_the_hold_in_jeopardy() {
+    let changes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = Arc::clone(&changes);
+    let holder = Mutex::builder("by-hand", LocalDriver::new())
+        .ttl(TTL)
+        .watchdog(false)
+        .on_jeopardy(move |event| seen.lock().unwrap().push(event.change))
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    within(TTL, "jeopardy", guard.jeopardy()).await;
+    // Half a second more is less than the jeopardy time (968 ms): still in jeopardy.
+    let left = guard.refresh(Duration::from_millis(500)).await.unwrap();
+    assert_eq!(left, Duration::from_millis(493));
+    assert!(guard.in_jeopardy());
+    assert_eq!(*changes.lock().unwrap(), [Jeopardy::Entered]);
+    guard.refresh(TTL).await.unwrap();
+    assert!(!guard.in_jeopardy());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_sent_at_the_deadline_is_not_sent_at_all() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let clock = Arc::new(JumpClock::default());
+    let holder = log
+        .attach(
+            Mutex::builder("by-hand", driver.clone())
+                .ttl(TTL)
+                .watchdog(false)
+                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        )
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    // The client's clock reaches the deadline exactly, before the watchdog has looked.
+    clock.jump(guard.valid_for());
+    assert!(matches!(
+        guard.refresh(TTL).await,
+        Err(RefreshError::Lost(LossReason::DeadlinePassed))
+    ));
+    assert_eq!(driver.renew_calls(), 0);
+    assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_old_guard_never_refreshes_a_newer_hold_of_its_mutex() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let old = holder.lock().await.unwrap();
+    let old_fence = old.fence();
+    holder.unlock().await.unwrap();
+    let new = holder.lock().await.unwrap();
+    assert!(new.fence() > old_fence);
+    assert!(matches!(old.refresh(TTL).await, Err(RefreshError::NotHeld)));
+    assert_eq!(driver.renew_calls(), 0, "the new hold was not renewed");
+    // Nor is it told of the newer hold's loss.
+    driver.set_renew(RenewFault::AnswerLost);
+    assert!(matches!(
+        new.refresh(TTL).await,
+        Err(RefreshError::Lost(LossReason::NotOwner))
+    ));
+    assert!(matches!(old.refresh(TTL).await, Err(RefreshError::NotHeld)));
+}
