@@ -123,6 +123,11 @@ async fn a_refresh_by_hand_sets_the_keys_expiry_on_the_server() {
     let guard = mutex.lock().await.unwrap();
     let left = pttl(&server, key).await;
     assert!(left > 0 && left <= 1_000, "PTTL {left}");
+    // The mutex believes less than the server keeps: validity from the send, less drift
+    // and margin.
+    let believed = guard.valid_for();
+    assert!(believed > Duration::ZERO && believed < TTL, "{believed:?}");
+    assert!(guard.deadline().is_some());
 
     let valid_for = guard.refresh(Duration::from_secs(30)).await.unwrap();
     assert!(valid_for > Duration::from_secs(29), "{valid_for:?}");

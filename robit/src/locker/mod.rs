@@ -27,6 +27,10 @@ use crate::mutex::{Guard, Mutex};
 /// runs out. Clones share everything, including the [`stats`](Self::stats), which total
 /// the counters of every lock taken through them.
 ///
+/// **Cost.** Each `lock(name)` builds a fresh mutex, so each hold starts a watchdog task
+/// of its own (a [`Mutex`] used again and again keeps one, parked between holds). For a
+/// hot loop on one name, take [`mutex(name)`](Self::mutex) once and lock it repeatedly.
+///
 /// # Example
 ///
 /// ```
