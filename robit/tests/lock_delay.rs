@@ -6,7 +6,7 @@ use robit_test_support::kit as common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, settle, within};
+use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, granted, settle, within};
 use robit::{
     Acquire, AcquireRequest, ConfigError, Driver, DriverError, LocalDriver, LockError, LockName,
     Mutex, OwnerToken, ReleaseWatch, Renewal, async_trait,
@@ -23,6 +23,12 @@ fn delayed(driver: &FaultyDriver, log: &LossLog) -> Mutex {
     )
     .build()
     .unwrap()
+}
+
+/// A request by `owner` for the lock, with the lock-delay.
+fn request(owner: u128) -> AcquireRequest {
+    AcquireRequest::new(LockName::from("delayed"), OwnerToken::from_u128(owner), TTL)
+        .with_lock_delay(DELAY)
 }
 
 fn rival(driver: &FaultyDriver) -> Mutex {
@@ -77,13 +83,7 @@ async fn an_unlock_owes_no_delay() {
 #[tokio::test(start_paused = true)]
 async fn a_grant_in_its_lock_delay_is_not_renewed_for_its_owner() {
     let driver = LocalDriver::new();
-    let request = |owner| {
-        AcquireRequest::new(LockName::from("delayed"), OwnerToken::from_u128(owner), TTL)
-            .with_lock_delay(DELAY)
-    };
-    let Acquire::Granted(lease) = driver.acquire(&request(1)).await.unwrap() else {
-        panic!("a free lock is granted");
-    };
+    let lease = granted(&driver, &request(1)).await;
     tokio::time::sleep(TTL).await;
     assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Lost);
     settle().await;
@@ -103,13 +103,7 @@ async fn a_grant_in_its_lock_delay_is_not_renewed_for_its_owner() {
 #[tokio::test(start_paused = true)]
 async fn a_release_in_the_lock_delay_ends_it() {
     let driver = LocalDriver::new();
-    let request = |owner| {
-        AcquireRequest::new(LockName::from("delayed"), OwnerToken::from_u128(owner), TTL)
-            .with_lock_delay(DELAY)
-    };
-    let Acquire::Granted(lease) = driver.acquire(&request(1)).await.unwrap() else {
-        panic!("a free lock is granted");
-    };
+    let lease = granted(&driver, &request(1)).await;
     tokio::time::sleep(TTL + Duration::from_secs(1)).await;
     lease.release().await.unwrap();
     assert!(matches!(

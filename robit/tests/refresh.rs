@@ -22,6 +22,21 @@ fn manual(driver: &FaultyDriver, log: &LossLog) -> Mutex {
     .unwrap()
 }
 
+/// As [`manual`], on a clock the test can jump forward.
+fn manual_with_clock(driver: &FaultyDriver, log: &LossLog) -> (Mutex, Arc<JumpClock>) {
+    let clock = Arc::new(JumpClock::default());
+    let holder = log
+        .attach(
+            Mutex::builder("by-hand", driver.clone())
+                .ttl(TTL)
+                .watchdog(false)
+                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        )
+        .build()
+        .unwrap();
+    (holder, clock)
+}
+
 #[tokio::test(start_paused = true)]
 async fn without_the_watchdog_nothing_renews_and_the_loss_comes_at_the_deadline() {
     let driver = FaultyDriver::new();
@@ -149,16 +164,7 @@ async fn a_refresh_still_unanswered_at_the_deadline_does_not_count() {
 async fn a_refresh_answer_read_after_the_deadline_does_not_count() {
     let driver = FaultyDriver::new();
     let log = LossLog::default();
-    let clock = Arc::new(JumpClock::default());
-    let holder = log
-        .attach(
-            Mutex::builder("by-hand", driver.clone())
-                .ttl(TTL)
-                .watchdog(false)
-                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
-        )
-        .build()
-        .unwrap();
+    let (holder, clock) = manual_with_clock(&driver, &log);
     let guard = holder.lock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2_500)).await;
     // The backend renews at once, but the client freezes for a second before it reads the
@@ -266,16 +272,7 @@ async fn a_refresh_that_leaves_the_deadline_near_keeps_the_hold_in_jeopardy() {
 async fn a_refresh_sent_at_the_deadline_is_not_sent_at_all() {
     let driver = FaultyDriver::new();
     let log = LossLog::default();
-    let clock = Arc::new(JumpClock::default());
-    let holder = log
-        .attach(
-            Mutex::builder("by-hand", driver.clone())
-                .ttl(TTL)
-                .watchdog(false)
-                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
-        )
-        .build()
-        .unwrap();
+    let (holder, clock) = manual_with_clock(&driver, &log);
     let guard = holder.lock().await.unwrap();
     // The client's clock reaches the deadline exactly, before the watchdog has looked.
     clock.jump(guard.valid_for());
