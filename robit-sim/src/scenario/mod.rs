@@ -148,6 +148,11 @@ impl Scenario {
             .collect()
     }
 
+    /// Whether the scenario's mutexes ask for a lock-delay, which a driver must keep.
+    pub fn needs_lock_delay(&self) -> bool {
+        self.lock.lock_delay.is_some_and(|delay| !delay.is_zero())
+    }
+
     /// Whether the scenario restarts or crashes the backend so that it loses its data.
     pub fn loses_backend_state(&self) -> bool {
         self.faults.iter().any(|fault| {

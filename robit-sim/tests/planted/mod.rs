@@ -36,8 +36,8 @@ pub const LIBRARY_BUGS: [robit::Mutant; 4] = [
 pub const SCRIPT_CHANGES: [(&str, &str, &str); 3] = [
     (
         "acquire grants over a holder",
-        "if until_ms > now then\n  wait_in_line(old, until_ms, flagged)",
-        "if false then\n  wait_in_line(old, until_ms, flagged)",
+        "if blocks > now then\n  -- Held, or in the lock-delay after its holder's lease expired.\n  wait_in_line(old, blocks, flagged)",
+        "if false then\n  wait_in_line(old, blocks, flagged)",
     ),
     (
         "renew extends anyone's grant",
