@@ -27,7 +27,7 @@ pub enum LossReason {
     DriverSignalled,
     /// The hold lasted as long as
     /// [`MutexBuilder::max_hold`](crate::MutexBuilder::max_hold) allows: renewal stopped
-    /// and the grant was released.
+    /// and the grant was released (or, with a lock-delay, left to expire).
     HoldCapReached,
 }
 
@@ -40,8 +40,7 @@ impl fmt::Display for LossReason {
             }
             Self::DriverSignalled => "the driver reported the grant gone",
             Self::HoldCapReached => {
-                "the hold reached its maximum length (max_hold); renewal stopped and the grant \
-                 was released"
+                "the hold reached its maximum length (max_hold), so renewal stopped"
             }
         })
     }

@@ -304,3 +304,19 @@ async fn an_old_guard_never_refreshes_a_newer_hold_of_its_mutex() {
     ));
     assert!(matches!(old.refresh(TTL).await, Err(RefreshError::NotHeld)));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_for_less_time_than_is_left_brings_the_loss_forward() {
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let refreshed_at = Instant::now();
+    // The backend now keeps the grant for 500 ms only: the mutex must believe no longer.
+    let left = guard.refresh(Duration::from_millis(500)).await.unwrap();
+    assert_eq!(left, Duration::from_millis(493));
+    within(TTL, "the loss", guard.lost()).await;
+    assert_eq!(Instant::now(), refreshed_at + left);
+    assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
+}

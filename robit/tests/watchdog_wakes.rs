@@ -220,3 +220,27 @@ async fn a_hold_started_right_after_an_unlock_the_watchdog_saw_is_renewed_on_tim
     assert!(guard.is_held());
     guard.unlock().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cap_shorter_than_the_renew_period_is_kept_on_a_mutex_used_again() {
+    // A renew period of 10 s: the watchdog, idle after the first hold, would take the
+    // second one up only when its first renewal is due, were it not woken for the cap.
+    let driver = Silent {
+        local: LocalDriver::new(),
+        renews: Arc::default(),
+    };
+    let mutex = Mutex::builder("watched", driver)
+        .ttl(Duration::from_secs(30))
+        .max_hold(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    settle().await;
+    let started = Instant::now();
+    let guard = mutex.lock().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(30), guard.lost())
+        .await
+        .unwrap();
+    assert_eq!(Instant::now(), started + Duration::from_secs(2));
+    assert_eq!(guard.loss(), Some(robit::LossReason::HoldCapReached));
+}

@@ -250,9 +250,10 @@ pub trait Driver: Send + Sync + 'static {
     /// [`inspect`](Driver::inspect) never frees a newer holder's grant. Returns whether
     /// it freed anything.
     ///
-    /// The holder is not told: if it is alive after all, it learns at its next renewal
-    /// (or its validity deadline) that the lease is gone, and meanwhile another may hold
-    /// the lock — what fencing tokens are for.
+    /// The holder is not asked. A driver with a loss signal of its own tells it at once
+    /// (the local driver does); otherwise, if it is alive after all, it learns at its next
+    /// renewal (or its validity deadline) that the lease is gone, and meanwhile another
+    /// may hold the lock — what fencing tokens are for.
     ///
     /// # Errors
     ///

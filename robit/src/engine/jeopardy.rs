@@ -7,7 +7,6 @@
 //! refresh) that moves the deadline far enough off takes it out again.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 
 use tokio::time::Instant;
 
@@ -25,38 +24,40 @@ impl Core {
             .unwrap_or(deadline)
     }
 
-    /// Puts hold `id` into jeopardy at `now`, if it is current and not in jeopardy yet.
+    /// Puts hold `id` into jeopardy at `now`, if it is current, due for it by its
+    /// deadline as it stands (a refresh may have just moved it), and not in jeopardy yet.
+    /// The flag is set under the mutex's lock, so that a refresh's [`extend`](Core::extend)
+    /// sees it or comes after.
     pub(crate) fn endanger(&self, id: u64, now: Instant) {
-        let (signals, fence, deadline) = match &self.state().phase {
-            Phase::Held(hold) if hold.id == id => {
-                (Arc::clone(&hold.signals), hold.fence, hold.deadline)
+        let (fence, deadline) = match &self.state().phase {
+            Phase::Held(hold) if hold.id == id && now >= self.jeopardy_at(hold.deadline) => {
+                if !hold.signals.set_jeopardy(true) {
+                    return;
+                }
+                (hold.fence, hold.deadline)
             }
             _ => return,
         };
-        if !signals.set_jeopardy(true) {
-            return;
-        }
         self.stats.jeopardy();
         let valid_for = deadline.saturating_duration_since(now);
         tracing::warn!(target: "robit", lock = %self.config.name, fence = fence.get(), ?valid_for, "lease in jeopardy: no renewal has succeeded, and the validity deadline is near");
         self.tell_jeopardy(fence, Jeopardy::Entered, valid_for);
     }
 
-    /// Takes a hold out of jeopardy after a renewal moved its deadline to `deadline`,
-    /// if that is far enough off `now`.
-    pub(super) fn leave_jeopardy(
+    /// Whether a renewal that moved a hold's deadline to `deadline` at `now` takes it out
+    /// of jeopardy: it was in jeopardy, and the deadline is far enough off now. Clears the
+    /// flag; called under the mutex's lock.
+    pub(super) fn clears_jeopardy(
         &self,
         signals: &Signals,
-        fence: FenceToken,
         deadline: Instant,
         now: Instant,
-    ) {
-        if !signals.in_jeopardy() || now >= self.jeopardy_at(deadline) {
-            return;
-        }
-        if !signals.set_jeopardy(false) {
-            return;
-        }
+    ) -> bool {
+        signals.in_jeopardy() && now < self.jeopardy_at(deadline) && signals.set_jeopardy(false)
+    }
+
+    /// Says that a renewal took a hold out of jeopardy.
+    pub(super) fn left_jeopardy(&self, fence: FenceToken, deadline: Instant, now: Instant) {
         let valid_for = deadline.saturating_duration_since(now);
         tracing::info!(target: "robit", lock = %self.config.name, fence = fence.get(), ?valid_for, "lease out of jeopardy: a renewal succeeded");
         self.tell_jeopardy(fence, Jeopardy::Cleared, valid_for);

@@ -182,12 +182,18 @@ impl Core {
             signals: Arc::clone(&signals),
         });
         // The watchdog need not look at once if it will look by itself before the first
-        // renew is due, and the lease has no loss signal of its own to listen to: a
-        // short hold then ends without the watchdog ever running (see `Duty`).
+        // renew is due (and before the hold's cap, if that comes sooner), and the lease
+        // has no loss signal of its own to listen to: a short hold then ends without the
+        // watchdog ever running (see `Duty`).
+        let cap = self
+            .config
+            .max_hold
+            .and_then(|max| acquired_at.checked_add(max));
         let looks_in_time = !lease_signals_loss
-            && state
-                .idle_until
-                .is_some_and(|until| sent.checked_add(self.config.renew_period) >= Some(until));
+            && state.idle_until.is_some_and(|until| {
+                sent.checked_add(self.config.renew_period) >= Some(until)
+                    && cap.is_none_or(|cap| cap >= until)
+            });
         match &state.watchdog {
             Some(running) if running.serves(runtime) => {
                 if !looks_in_time {
@@ -282,15 +288,58 @@ impl Core {
     /// deadline is far enough off now; false if the hold is no longer current, or its
     /// old deadline passed before `now` (a renewal that came too late does not count).
     pub(crate) fn extend(&self, id: u64, deadline: Instant, now: Instant) -> bool {
-        let (signals, fence) = match &mut self.state().phase {
+        let (cleared, fence) = match &mut self.state().phase {
             Phase::Held(hold) if hold.id == id && now < hold.deadline => {
                 hold.deadline = deadline;
-                (Arc::clone(&hold.signals), hold.fence)
+                (
+                    self.clears_jeopardy(&hold.signals, deadline, now),
+                    hold.fence,
+                )
             }
             _ => return false,
         };
-        self.leave_jeopardy(&signals, fence, deadline, now);
+        if cleared {
+            self.left_jeopardy(fence, deadline, now);
+        }
         true
+    }
+
+    /// Has the watchdog look at the mutex again: a refresh moved the deadline, perhaps
+    /// earlier than the watchdog's timer.
+    pub(crate) fn wake_watchdog(&self) {
+        if let Some(running) = &self.state().watchdog {
+            running.wake();
+        }
+    }
+
+    /// Ends hold `id` as lost, as [`lose`](Self::lose) does, and when its grant may still
+    /// be live on the backend (a deadline passed, a cap reached) frees it early for the
+    /// next waiter — owner-checked, so harmless if it is gone — unless a lock-delay is to
+    /// keep others out after the grant expires, since the holder may still be writing,
+    /// unaware of the loss. Returns whether this call signalled.
+    pub(crate) fn lose_and_free(
+        self: &Arc<Self>,
+        id: u64,
+        reason: LossReason,
+        lease: &Arc<dyn Lease>,
+    ) -> bool {
+        let signalled = self.lose(id, reason);
+        let grant_may_live = matches!(
+            reason,
+            LossReason::DeadlinePassed | LossReason::HoldCapReached
+        );
+        if signalled && grant_may_live && self.config.lock_delay.is_zero() {
+            in_background(release(Arc::clone(self), Arc::clone(lease)));
+        }
+        signalled
+    }
+
+    /// The lease of hold `id`, while it is the current hold.
+    pub(crate) fn lease_of(&self, id: u64) -> Option<Arc<dyn Lease>> {
+        match &self.state().phase {
+            Phase::Held(hold) if hold.id == id => Some(Arc::clone(&hold.lease)),
+            Phase::Idle | Phase::Acquiring | Phase::Held(_) => None,
+        }
     }
 
     /// Ends hold `id` as lost and signals it through every channel, unless the hold

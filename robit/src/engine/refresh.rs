@@ -37,7 +37,7 @@ pub(crate) async fn refresh(
     let (id, lease, signals) = core.refreshable(id)?;
     let sent = core.now();
     let Some(deadline) = core.deadline(id).filter(|deadline| sent < *deadline) else {
-        core.lose(id, LossReason::DeadlinePassed);
+        core.lose_and_free(id, LossReason::DeadlinePassed, &lease);
         return Err(RefreshError::Lost(LossReason::DeadlinePassed));
     };
     let limit = config
@@ -54,14 +54,14 @@ pub(crate) async fn refresh(
     match result {
         Ok(Renewal::Renewed) => {
             if core.extend(id, sent + validity, now) {
-                // The watchdog reads the new deadline when its timer for the old one (or
-                // for jeopardy) fires, and sleeps on.
+                // The new deadline may come before the watchdog's timer: it re-reads.
+                core.wake_watchdog();
                 core.stats.renewed(deadline.saturating_duration_since(now));
                 return Ok((sent + validity).saturating_duration_since(now));
             }
             // Gone meanwhile (a loss the watchdog signalled), or too late.
             let reason = signals.loss().unwrap_or(LossReason::DeadlinePassed);
-            core.lose(id, reason);
+            core.lose_and_free(id, reason, &lease);
             Err(RefreshError::Lost(reason))
         }
         Ok(Renewal::Lost) => {

@@ -7,8 +7,9 @@
 //! follows the runtime that acquires, which is running at that moment.
 //!
 //! For each hold it renews the lease every renew period (measured from the *send* time
-//! of the last successful acquire or renew), retries failed renews, and owns the validity
-//! deadline: the instant the deadline passes without a successful renew, it signals loss
+//! of the last successful acquire or renew; a mutex built with `watchdog(false)` leaves
+//! renewing to `refresh`), retries failed renews, signals jeopardy and the hold's cap,
+//! and owns the validity deadline: the instant the deadline passes without a successful renew, it signals loss
 //! — which is before the backend can grant the lock to anyone else, because the deadline
 //! is `send time + TTL × (1 − drift) − margin` and the backend keeps the grant until at
 //! least `send time + TTL`.
@@ -162,8 +163,8 @@ enum Attempt {
 /// Keeps one hold's lease alive until the hold ends, and signals jeopardy and loss.
 ///
 /// With the watchdog turned off ([`Config::watchdog`](super::Config)), it renews
-/// nothing: its next renewal is the deadline itself, which a manual refresh moves; it
-/// re-reads the deadline whenever a timer fires, so a refresh need not wake it.
+/// nothing: its next renewal is the deadline itself, which a manual refresh moves — and
+/// wakes it to re-read, since the move may be earlier than its timer.
 async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     let Watched {
         id,
@@ -286,18 +287,8 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
         }
     };
 
-    // After a deadline loss, or at the hold's cap, the grant may still be live on the
-    // backend: free it early for the next waiter (owner-checked, so harmless if it is
-    // gone) — unless a lock-delay is to keep others out after the grant expires, since
-    // the holder may still be writing, unaware of the loss.
     if let Some(reason) = reason {
-        let grant_may_live = matches!(
-            reason,
-            LossReason::DeadlinePassed | LossReason::HoldCapReached
-        );
-        if core.lose(id, reason) && grant_may_live && config.lock_delay.is_zero() {
-            tokio::spawn(release(Arc::clone(core), Arc::clone(&lease)));
-        }
+        core.lose_and_free(id, reason, &lease);
     }
 }
 

@@ -108,8 +108,9 @@ macro_rules! settings_setters {
         /// deadlock elsewhere — would otherwise keep the lock for ever. At the cap, renewal
         /// stops, the hold ends as lost with
         /// [`LossReason::HoldCapReached`]($crate::LossReason::HoldCapReached) (signalled like
-        /// any loss), and the grant is released for the next holder. Counted from when
-        /// `lock()` returned.
+        /// any loss), and the grant is released for the next holder (unless a
+        /// [`lock_delay`](Self::lock_delay) is to keep others out first). Counted from
+        /// when `lock()` returned.
         pub fn max_hold(mut self, max: std::time::Duration) -> Self {
             self.settings.max_hold = Some(max);
             self

@@ -7,9 +7,9 @@
 -- milliseconds, and the grant's fencing token. A grant with a lock-delay holds
 -- "<owner>:<s>:<us>:<ttl>+<delay>@<token>": when its lease ends by expiry, the key lives
 -- on for the delay and refuses everyone (its owner's renewals included) until then; a
--- release deletes it as any other. Written from TIME's own strings, so that the uncontended path converts no
--- number to text. Without a suffix the key expires when the grant or reservation ends,
--- and nobody waits: releasing it is one GETDEL. The suffix ":q" says waiters may be
+-- release deletes it as any other. Written from TIME's own strings, so that the
+-- uncontended path converts no number to text. Without a suffix the key expires when the
+-- grant or reservation ends, and nobody waits: releasing it is one GETDEL. The suffix ":q" says waiters may be
 -- queued (the queue key): the key then lives on past the end, kept alive by the waiters,
 -- so that nobody takes the lock past them when its holder expires.
 
