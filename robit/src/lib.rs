@@ -37,7 +37,10 @@
 //! - [`Locker`], built by [`LockerBuilder`]: one set of settings from which any task
 //!   locks any name, and [`Locker::with_lock`] around a closure.
 //! - Warnings before a loss: [`JeopardyEvent`] and [`Guard::jeopardy`]; a lease renewed
-//!   by hand: [`MutexBuilder::watchdog`] and [`Guard::refresh`].
+//!   by hand: [`MutexBuilder::watchdog`] and [`Guard::refresh`]; a cap on a hold
+//!   ([`MutexBuilder::max_hold`]) and a lock-delay after an expiry
+//!   ([`MutexBuilder::lock_delay`]).
+//! - For operators: [`Driver::inspect`] ([`Inspection`]) and [`Driver::force_release`].
 //! - [`Driver`] and [`Lease`]: the contract a backend implements. [`LocalDriver`] is the
 //!   in-process backend.
 //! - [`FenceToken`] and [`FenceGate`]: fencing, on both sides.
