@@ -63,6 +63,8 @@ async fn a_cap_that_comes_while_a_renew_is_out_ends_the_hold_then() {
     within(TTL, "the loss at the cap", guard.lost()).await;
     assert_eq!(Instant::now(), started + max);
     assert_eq!(log.reasons(), [LossReason::HoldCapReached]);
+    // The renew cut short by the cap is no failed renew.
+    assert_eq!(holder.stats().renew_failed, 0);
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use common::{FaultyDriver, RenewFault, TTL, VALIDITY, settle, within};
+use common::{FaultyDriver, JumpClock, RenewFault, TTL, VALIDITY, settle, within};
 use robit::{ConfigError, LocalDriver, LockError, Locker, LossReason, Wait, WithLockError};
 use tokio::time::Instant;
 
@@ -229,4 +229,30 @@ fn a_locker_and_its_builder_show_their_settings() {
     let shown = format!("{locker:?}");
     assert!(shown.starts_with("Locker {"), "{shown}");
     assert!(shown.contains("ttl: 7s"), "{shown}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn work_that_ends_after_the_deadline_is_reported_lost_even_before_the_watchdog_looks() {
+    let clock = Arc::new(JumpClock::default());
+    let locker = Locker::builder(LocalDriver::new())
+        .ttl(TTL)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .build()
+        .unwrap();
+    let outcome = locker
+        .with_lock("job:8", async |guard| {
+            // The process freezes past the deadline in the work's last step, which then
+            // returns at once: nothing else has run since.
+            clock.jump(guard.valid_for() + Duration::from_millis(1));
+            guard.fence()
+        })
+        .await;
+    assert!(
+        matches!(
+            outcome,
+            Err(WithLockError::Lost(LossReason::DeadlinePassed))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(locker.stats().lost, 1);
 }
