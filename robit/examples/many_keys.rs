@@ -24,26 +24,22 @@ async fn main() -> Result<(), robit::BoxError> {
         tokio::spawn(async move {
             let key = format!("job:processing:{job}");
             locker
-                .with_lock(key, async |guard| process(job, guard.fence().get()).await)
+                .with_lock(key, async |guard| process(job, guard.fence()))
                 .await
         })
     });
     for worker in workers {
         worker.await??;
     }
-
     let tenant = "tenant-123";
-    let guard = locker
-        .lock(format!("tenant:{tenant}:settings:update"))
+    let key = format!("tenant:{tenant}:settings:update");
+    locker
+        .with_lock(key, async |_| println!("updating {tenant}"))
         .await?;
-    println!("updating the settings of {tenant}");
-    guard.unlock().await?;
-
     println!("{:?}", locker.stats());
     Ok(())
 }
 
-async fn process(job: u32, fence: u64) {
-    tokio::time::sleep(Duration::from_millis(10)).await;
+fn process(job: u32, fence: robit::FenceToken) {
     println!("processed job {job} under fencing token {fence}");
 }

@@ -10,32 +10,31 @@
 
 mod support;
 
-use std::time::Duration;
-
 use robit::Mutex;
 
 #[tokio::main]
 async fn main() -> Result<(), robit::BoxError> {
     let mutex = Mutex::builder("critical-task", support::driver()?)
-        .ttl(Duration::from_secs(30))
         .on_lost(|event| println!("lock lost ({}); stopping work", event.reason))
-        .build()?;
+        .build()?; // a TTL of 30 s, the default
 
     let guard = mutex.lock().await?;
     for step in 1..=3 {
         tokio::select! {
             () = guard.lost() => return Ok(()), // the work is no longer exclusive
-            () = tokio::time::sleep(Duration::from_millis(10)) => println!("step {step} done"),
+            () = do_some_work() => println!("step {step} done"),
         }
     }
     guard.unlock().await?;
 
     let stats = mutex.stats();
+    let held = stats.total_hold_time.as_secs_f64();
     println!("robit_lock_acquired_total {}", stats.acquired);
     println!("robit_lock_lost_total {}", stats.lost);
-    println!(
-        "robit_lock_hold_seconds_total {}",
-        stats.total_hold_time.as_secs_f64()
-    );
+    println!("robit_lock_hold_seconds_total {held}");
     Ok(())
+}
+
+async fn do_some_work() {
+    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
 }

@@ -16,18 +16,14 @@ use robit::{LockError, Mutex, Wait};
 async fn main() -> Result<(), robit::BoxError> {
     let driver = support::driver()?;
     let holder = Mutex::builder("my-lock", Arc::clone(&driver)).build()?;
-    let waiter = Mutex::builder("my-lock", driver)
-        .ttl(Duration::from_secs(30))
+    let waiter = Mutex::builder("my-lock", driver) // a TTL of 30 s, the default
         .wait(Wait::Timeout(Duration::from_millis(500)))
         .build()?;
 
     let guard = holder.lock().await?;
     match waiter.lock().await {
-        Err(LockError::Timeout { waited, .. }) => {
-            println!("gave up after {} ms", waited.as_millis())
-        }
-        Err(other) => return Err(other.into()),
-        Ok(_) => unreachable!("the lock is held"),
+        Err(LockError::Timeout { waited, .. }) => println!("waited {}ms", waited.as_millis()),
+        other => drop(other?), // another failure, or (not here) the lock
     }
     guard.unlock().await?;
     Ok(())
