@@ -167,10 +167,12 @@ async fn a_refresh_answer_read_after_the_deadline_does_not_count() {
     let (holder, clock) = manual_with_clock(&driver, &log);
     let guard = holder.lock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(2_500)).await;
-    // The backend renews at once, but the client freezes for a second before it reads the
-    // answer: by then its deadline has passed, and it already believes nothing.
+    // The backend renews at once, but the client freezes before it reads the answer, 10 ms
+    // later, until its deadline exactly: then it already believes nothing.
+    let reply_at = Instant::now() + Duration::from_millis(10);
+    let freeze = guard.deadline().unwrap() - reply_at;
     driver.set_renew(RenewFault::DelayReply(Duration::from_millis(10)));
-    driver.jump_on_next_reply(&clock, Duration::from_secs(1));
+    driver.jump_on_next_reply(&clock, freeze);
     let refreshed = guard.refresh(TTL).await;
     assert!(
         matches!(

@@ -16,6 +16,7 @@ mod backoff;
 mod config;
 mod hold;
 mod jeopardy;
+mod loss;
 #[cfg(feature = "mutants")]
 mod mutant;
 mod refresh;
@@ -26,7 +27,6 @@ mod timed;
 mod wake;
 mod watchdog;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -53,7 +53,6 @@ pub(crate) use self::stats::StatsCells;
 use self::watchdog::{Duty, Watched};
 use crate::driver::{FenceToken, Lease};
 use crate::error::{LockError, UnlockError};
-use crate::loss::{LossEvent, LossReason};
 
 /// One mutex's engine: its configuration, its counters and its state, shared by the
 /// mutex, its guards and its watchdog.
@@ -310,73 +309,6 @@ impl Core {
         if let Some(running) = &self.state().watchdog {
             running.wake();
         }
-    }
-
-    /// Ends hold `id` as lost, as [`lose`](Self::lose) does, and when its grant may still
-    /// be live on the backend (a deadline passed, a cap reached) frees it early for the
-    /// next waiter — owner-checked, so harmless if it is gone — unless a lock-delay is to
-    /// keep others out after the grant expires, since the holder may still be writing,
-    /// unaware of the loss. Returns whether this call signalled.
-    pub(crate) fn lose_and_free(
-        self: &Arc<Self>,
-        id: u64,
-        reason: LossReason,
-        lease: &Arc<dyn Lease>,
-    ) -> bool {
-        let signalled = self.lose(id, reason);
-        let grant_may_live = matches!(
-            reason,
-            LossReason::DeadlinePassed | LossReason::HoldCapReached
-        );
-        if signalled && grant_may_live && self.config.lock_delay.is_zero() {
-            in_background(release(Arc::clone(self), Arc::clone(lease)));
-        }
-        signalled
-    }
-
-    /// The lease of hold `id`, while it is the current hold.
-    pub(crate) fn lease_of(&self, id: u64) -> Option<Arc<dyn Lease>> {
-        match &self.state().phase {
-            Phase::Held(hold) if hold.id == id => Some(Arc::clone(&hold.lease)),
-            Phase::Idle | Phase::Acquiring | Phase::Held(_) => None,
-        }
-    }
-
-    /// Ends hold `id` as lost and signals it through every channel, unless the hold
-    /// already ended. Returns whether this call signalled.
-    pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
-        #[cfg(feature = "mutants")]
-        if self.config.planted(mutant::Mutant::NoLossSignal) {
-            return false;
-        }
-        let hold = {
-            let mut state = self.state();
-            let Some(hold) = state.take_hold(Some(id)) else {
-                return false;
-            };
-            state.last = Some(Ended {
-                id,
-                loss: Some(reason),
-                unreported_loss: Some(reason),
-            });
-            hold
-        };
-        let held_for = self.now().saturating_duration_since(hold.acquired_at);
-        self.stats.lost(held_for);
-        tracing::warn!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), ?held_for, %reason, "lease lost");
-        hold.signals.lose(reason);
-        let event = LossEvent {
-            name: self.config.name.clone(),
-            fence: hold.fence,
-            reason,
-            held_for,
-        };
-        for callback in self.config.on_lost.iter() {
-            if catch_unwind(AssertUnwindSafe(|| callback(&event))).is_err() {
-                tracing::error!(target: "robit", lock = %self.config.name, "an on_lost callback panicked");
-            }
-        }
-        true
     }
 
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.

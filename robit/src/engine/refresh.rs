@@ -37,7 +37,7 @@ pub(crate) async fn refresh(
     let (id, lease, signals) = core.refreshable(id)?;
     let sent = core.now();
     let Some(deadline) = core.deadline(id).filter(|deadline| sent < *deadline) else {
-        core.lose_and_free(id, LossReason::DeadlinePassed, &lease);
+        core.lose_and_free(id, LossReason::DeadlinePassed);
         return Err(RefreshError::Lost(LossReason::DeadlinePassed));
     };
     let limit = config
@@ -61,7 +61,7 @@ pub(crate) async fn refresh(
             }
             // Gone meanwhile (a loss the watchdog signalled), or too late.
             let reason = signals.loss().unwrap_or(LossReason::DeadlinePassed);
-            core.lose_and_free(id, reason, &lease);
+            core.lose_and_free(id, reason);
             Err(RefreshError::Lost(reason))
         }
         Ok(Renewal::Lost) => {

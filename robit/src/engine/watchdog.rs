@@ -288,7 +288,7 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
     };
 
     if let Some(reason) = reason {
-        core.lose_and_free(id, reason, &lease);
+        core.lose_and_free(id, reason);
     }
 }
 

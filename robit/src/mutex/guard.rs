@@ -157,10 +157,8 @@ impl Guard {
     /// says why it was lost.
     pub(crate) async fn end_lost(self) -> LossReason {
         let core = &self.handle.core;
-        if self.loss().is_none()
-            && let Some(lease) = core.lease_of(self.id)
-        {
-            core.lose_and_free(self.id, LossReason::DeadlinePassed, &lease);
+        if self.loss().is_none() {
+            core.lose_and_free(self.id, LossReason::DeadlinePassed);
         }
         let reason = self.loss().unwrap_or(LossReason::DeadlinePassed);
         // Takes the loss as reported: it is the caller's to report.
