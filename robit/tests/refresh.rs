@@ -322,3 +322,21 @@ async fn a_refresh_for_less_time_than_is_left_brings_the_loss_forward() {
     assert_eq!(Instant::now(), refreshed_at + left);
     assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_that_leaves_exactly_the_jeopardy_time_keeps_the_hold_in_jeopardy() {
+    let holder = Mutex::builder("by-hand", LocalDriver::new())
+        .ttl(TTL)
+        .drift_factor(0.0)
+        .watchdog(false)
+        .jeopardy_within(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let guard = holder.lock().await.unwrap();
+    within(TTL, "jeopardy", guard.jeopardy()).await;
+    // 502 ms less the 2 ms margin: the new deadline is exactly the jeopardy time away.
+    let left = guard.refresh(Duration::from_millis(502)).await.unwrap();
+    assert_eq!(left, Duration::from_millis(500));
+    assert!(guard.in_jeopardy());
+    assert_eq!(holder.stats().jeopardies, 1);
+}
