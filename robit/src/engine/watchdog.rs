@@ -9,10 +9,10 @@
 //! For each hold it renews the lease every renew period (measured from the *send* time
 //! of the last successful acquire or renew; a mutex built with `watchdog(false)` leaves
 //! renewing to `refresh`), retries failed renews, signals jeopardy and the hold's cap,
-//! and owns the validity deadline: the instant the deadline passes without a successful renew, it signals loss
-//! — which is before the backend can grant the lock to anyone else, because the deadline
-//! is `send time + TTL × (1 − drift) − margin` and the backend keeps the grant until at
-//! least `send time + TTL`.
+//! and owns the validity deadline: the instant the deadline passes without a successful
+//! renew, it signals loss — which is before the backend can grant the lock to anyone
+//! else, because the deadline is `send time + TTL × (1 − drift) − margin` and the backend
+//! keeps the grant until at least `send time + TTL`.
 //!
 //! The mutex wakes it when a hold starts (unless it will look in time by itself: see
 //! [`Duty::idle_until`]), when a hold it has seen ends (one that ends before it looked
