@@ -217,9 +217,12 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
             () = &mut driver_lost => break Some(LossReason::DriverSignalled),
             () = clock.sleep_until(next_renew.min(timer)) => {}
         }
-        match current(&mut next_renew) {
-            Some(now_due) => deadline = now_due,
-            None => break None,
+        // Only a refresh moves the deadline behind the watchdog's back.
+        if !config.watchdog {
+            match current(&mut next_renew) {
+                Some(now_due) => deadline = now_due,
+                None => break None,
+            }
         }
         let now = clock.now();
         if now >= deadline {
