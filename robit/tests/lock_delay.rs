@@ -142,3 +142,17 @@ fn a_lock_delay_is_refused_over_a_driver_that_does_not_keep_one() {
         .unwrap_err();
     assert!(matches!(too_long, ConfigError::LockDelayTooLong { .. }));
 }
+
+#[test]
+fn a_lock_delay_of_exactly_the_longest_ttl_is_accepted_and_one_millisecond_more_is_not() {
+    let build = |delay| {
+        Mutex::builder("delayed", LocalDriver::new())
+            .lock_delay(delay)
+            .build()
+    };
+    build(robit::MAX_TTL).unwrap();
+    assert!(matches!(
+        build(robit::MAX_TTL + Duration::from_millis(1)).unwrap_err(),
+        ConfigError::LockDelayTooLong { .. }
+    ));
+}
