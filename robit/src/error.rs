@@ -180,11 +180,13 @@ pub enum LockError {
         expires_in: Option<Duration>,
     },
     /// A single attempt found the backend in quarantine: it lost its state (a restart
-    /// without persistence, a flush) and grants nothing until every grant from before
-    /// has run out, since their holders may still believe in them.
+    /// without persistence, a flush), or another server now answers with older state (a
+    /// failover, a restart from a snapshot), and it grants nothing until every grant from
+    /// before has run out, since their holders may still believe in them.
     #[error(
-        "the lock backend grants nothing for {}: it lost its state, and holders from \
-         before may still believe they hold the lock; retry after that, or wait with lock()",
+        "the lock backend grants nothing for {}: it lost its state or came back with older \
+         state (a restart, a flush, a failover), and holders from before may still believe \
+         they hold the lock; retry after that, or wait with lock()",
         Millis(*.left)
     )]
     Quarantined {

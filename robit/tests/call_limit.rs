@@ -222,10 +222,6 @@ mod redis_driver {
             std::future::pending().await
         }
 
-        fn reconnects_by_itself(&self) -> bool {
-            true
-        }
-
         fn describe(&self) -> String {
             "a server that never accepts".to_owned()
         }

@@ -99,19 +99,12 @@ async fn refused_lock(server: &RedisServer) -> Result<robit::Guard, LockError> {
 #[tokio::test]
 async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     let server = RedisServer::start();
-    let mut admin = server.admin().await;
     // Exactly the permissions docs/redis.md lists: keys, channel, and commands (those the
     // scripts call are checked too).
-    let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping \
+    let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping +info \
                        +get +set +del +getdel +pexpireat +pttl +time +publish \
                        +lpos +rpush +lpop +lrem +llen +lindex";
-    let mut setuser = redis::cmd("ACL");
-    setuser.arg("SETUSER").arg("locker").arg("on").arg(">pa55");
-    for permission in permissions.split_whitespace() {
-        setuser.arg(permission);
-    }
-    let _: () = setuser.query_async(&mut admin).await.unwrap();
-    let url = format!("redis://locker:pa55@127.0.0.1:{}", server.port());
+    let url = server.acl_user("locker", permissions).await;
     // A contended round too, so that queueing, hand-off and withdrawal all run.
     let holder = mutex(&url, "acl");
     let guard = holder.lock().await.unwrap();
@@ -144,6 +137,28 @@ async fn an_acl_user_from_the_url_works_and_a_wrong_one_is_refused() {
     }
     let wrong = format!("redis://locker:nope@127.0.0.1:{}", server.port());
     assert!(!backend_error(mutex(&wrong, "acl").lock().await).is_transient());
+}
+
+#[tokio::test]
+async fn a_user_without_info_is_told_to_grant_it_or_to_turn_failover_detection_off() {
+    let server = RedisServer::start();
+    let permissions = "~{robit}:* &robit:* +evalsha +eval +script|load +subscribe +ping \
+                       +get +set +del +getdel +pexpireat +pttl +time +publish";
+    let url = server.acl_user("noinfo", permissions).await;
+    let err = backend_error(mutex(&url, "no-info").try_lock().await);
+    assert!(!err.is_transient(), "{err}");
+    assert!(
+        err.to_string()
+            .contains("INFO unless failover detection is off"),
+        "{err}"
+    );
+    // Without the detection, INFO is never sent.
+    let driver = RedisDriver::builder(&url)
+        .detect_failover(false)
+        .build()
+        .unwrap();
+    let mutex = Mutex::builder("no-info", driver).build().unwrap();
+    mutex.try_lock().await.unwrap().unlock().await.unwrap();
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use robit_test_support::redis as support;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::within;
+use common::{Beliefs, within};
 use redis::AsyncCommands;
 use robit::redis::{RedisDriver, script_sources};
 use robit::{
@@ -25,46 +25,6 @@ use tokio::time::Instant;
 const TTL: Duration = Duration::from_secs(1);
 const QUARANTINE: Duration = Duration::from_secs(2);
 const LONG: Duration = Duration::from_secs(30);
-
-/// Who believed they held the lock, from when, until when (open while still held).
-type Interval = (&'static str, Instant, Option<Instant>);
-
-/// Each client's belief intervals: from lock() returning Ok to unlock or loss.
-#[derive(Clone, Default)]
-struct Beliefs(Arc<StdMutex<Vec<Interval>>>);
-
-impl Beliefs {
-    fn begin(&self, who: &'static str) {
-        self.0.lock().unwrap().push((who, Instant::now(), None));
-    }
-
-    fn end(&self, who: &'static str) -> Instant {
-        let now = Instant::now();
-        let mut all = self.0.lock().unwrap();
-        if let Some(open) = all
-            .iter_mut()
-            .rev()
-            .find(|(w, _, end)| *w == who && end.is_none())
-        {
-            open.2 = Some(now);
-        }
-        now
-    }
-
-    fn assert_never_two_holders(&self) {
-        let all = self.0.lock().unwrap().clone();
-        let now = Instant::now();
-        for (i, (a, a_start, a_end)) in all.iter().enumerate() {
-            for (b, b_start, b_end) in &all[i + 1..] {
-                let (a_end, b_end) = (a_end.unwrap_or(now), b_end.unwrap_or(now));
-                assert!(
-                    a_end <= *b_start || b_end <= *a_start,
-                    "{a} and {b} both believed they held the lock: {all:?}"
-                );
-            }
-        }
-    }
-}
 
 /// Creates the namespace's counter, so the first lock of a test is not quarantined.
 async fn warm_up(server: &RedisServer) {
@@ -272,6 +232,9 @@ async fn every_script_call_reloads_its_script_after_a_script_flush() {
     let request = |owner: u128| {
         AcquireRequest::new(LockName::from("flushed"), OwnerToken::from_u128(owner), TTL)
     };
+    // Connected first: a new connection loads every script.
+    driver.ping().await.unwrap();
+    assert_eq!(scripts_loaded(&mut admin).await, [true; 4]);
 
     script_flush(&mut admin).await;
     let Acquire::Granted(lease) = driver.acquire(&request(1)).await.unwrap() else {

@@ -43,10 +43,6 @@ impl Connector for Deaf {
             .into())
     }
 
-    fn reconnects_by_itself(&self) -> bool {
-        self.0.reconnects_by_itself()
-    }
-
     fn describe(&self) -> String {
         "a connector without notifications".to_owned()
     }
@@ -101,10 +97,6 @@ impl Connector for DeafGated {
 
     async fn subscriber(&self) -> RedisResult<PubSub> {
         self.deaf.subscriber().await
-    }
-
-    fn reconnects_by_itself(&self) -> bool {
-        self.deaf.reconnects_by_itself()
     }
 
     fn describe(&self) -> String {

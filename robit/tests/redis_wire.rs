@@ -57,7 +57,14 @@ impl Wire {
 impl ConnectionLike for Wire {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         let mut state = self.0.lock().unwrap();
-        state.sent.push(cmd.get_packed_command());
+        let packed = cmd.get_packed_command();
+        if packed == INFO_ASKED {
+            // A new connection's first command: answered here, not from the scripted
+            // replies.
+            let value = redis::parse_redis_value(INFO_REPLY.as_bytes());
+            return Box::pin(async move { value });
+        }
+        state.sent.push(packed);
         let reply = state
             .replies
             .pop_front()
@@ -66,13 +73,39 @@ impl ConnectionLike for Wire {
         Box::pin(async move { value })
     }
 
+    /// The one pipeline the driver sends (without replica acknowledgements): a new
+    /// connection's second round trip, which loads every script. Answered here, not from
+    /// the scripted replies, and checked.
     fn req_packed_commands<'a>(
         &'a mut self,
-        _pipeline: &'a Pipeline,
-        _offset: usize,
-        _count: usize,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        panic!("the driver sent a pipeline")
+        let loads: Vec<Vec<u8>> = pipeline.cmd_iter().map(Cmd::get_packed_command).collect();
+        let sources = [
+            script_sources::ACQUIRE,
+            script_sources::RENEW,
+            script_sources::RELEASE,
+            script_sources::WITHDRAW,
+            script_sources::INSPECT,
+        ];
+        let expected: Vec<Vec<u8>> = sources
+            .iter()
+            .map(|source| {
+                redis::cmd("SCRIPT")
+                    .arg("LOAD")
+                    .arg(*source)
+                    .get_packed_command()
+            })
+            .collect();
+        assert_eq!(loads, expected, "a new connection loads every script");
+        assert_eq!((offset, count), (0, sources.len()));
+        let replies: Vec<_> = sources
+            .iter()
+            .map(|source| Ok(Value::BulkString(Script::new(source).get_hash().into())))
+            .collect();
+        Box::pin(async move { replies.into_iter().collect() })
     }
 
     fn get_db(&self) -> i64 {
@@ -98,6 +131,14 @@ impl Connector for WireConnector {
         format!("recording fake {}", self.0.0.lock().unwrap().serial)
     }
 }
+
+/// What the driver asks a new connection: `INFO server replication`.
+const INFO_ASKED: &[u8] = b"*3\r\n$4\r\nINFO\r\n$6\r\nserver\r\n$11\r\nreplication\r\n";
+/// The fake server's answer: its run id and replication id.
+const INFO_REPLY: &str = "$130\r\n# Server\r\nrun_id:0123456789ABCDEF0123456789abcdef01234567\r\n\
+                          # Replication\r\nmaster_replid:fedcba9876543210fedcba9876543210fedcba98\r\n\r\n";
+/// The identity the acquire script is sent: 16 hex digits of each id, in lower case.
+const SERVER: &str = "/0123456789abcdeffedcba9876543210";
 
 const NAMESPACE: &str = "ns-1";
 /// Braces, a NUL and a byte that is not UTF-8: names are arbitrary bytes.
@@ -184,7 +225,7 @@ fn acquire_args(waiter: bool, quarantine: &str) -> Vec<Vec<u8>> {
     // A driver's first acquire: it has not seen the namespace, and a waiter's first
     // attempt is not queued yet.
     [
-        OWNER_HEX, "1501", &id, &entry, queue_ttl, CHANNEL, "251", quarantine, "0", "0",
+        OWNER_HEX, "1501", &id, &entry, queue_ttl, CHANNEL, "251", quarantine, "0", "0", SERVER,
     ]
     .map(|arg| arg.as_bytes().to_vec())
     .to_vec()

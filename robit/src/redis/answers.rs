@@ -8,7 +8,8 @@ use redis::{FromRedisValue, ParsingError, Value};
 use crate::driver::FenceToken;
 
 /// The acquire script's answer: `{1, fence, next}` (`{1, fence, next, 1}` when the
-/// grant created the namespace), `{0, ms}` or `{2, ms}`.
+/// grant created the namespace), `{0, ms}`, or `{2, ms}` (`{2, ms, 1}` when the
+/// quarantine began because the namespace was written on another server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum AcquireAnswer {
     /// Granted, with a fencing token (never 0).
@@ -23,7 +24,12 @@ pub(super) enum AcquireAnswer {
     /// Held by someone else, who has this long left (`None`: no expiry).
     Held { expires_in: Option<Duration> },
     /// No grants in this namespace for this long: its state was lost, or is new.
-    Quarantined { left: Option<Duration> },
+    Quarantined {
+        left: Option<Duration>,
+        /// This acquire began the quarantine because the namespace was written on
+        /// another server, or another life of this one (a failover, a restart).
+        moved: bool,
+    },
 }
 
 /// The answer of the release and withdraw scripts.
@@ -83,7 +89,14 @@ impl FromRedisValue for AcquireAnswer {
                 [Value::Int(0), Value::Int(pttl)] => Some(Self::Held {
                     expires_in: millis(pttl),
                 }),
-                [Value::Int(2), Value::Int(left)] => Some(Self::Quarantined { left: millis(left) }),
+                [Value::Int(2), Value::Int(left), moved @ ..]
+                    if matches!(moved, [] | [Value::Int(1)]) =>
+                {
+                    Some(Self::Quarantined {
+                        left: millis(left),
+                        moved: !moved.is_empty(),
+                    })
+                }
                 _ => None,
             },
             _ => None,
@@ -166,7 +179,17 @@ mod tests {
         );
         assert_eq!(
             acquire(array(vec![int(2), int(900)])),
-            Some(AcquireAnswer::Quarantined { left: ms(900) })
+            Some(AcquireAnswer::Quarantined {
+                left: ms(900),
+                moved: false
+            })
+        );
+        assert_eq!(
+            acquire(array(vec![int(2), int(900), int(1)])),
+            Some(AcquireAnswer::Quarantined {
+                left: ms(900),
+                moved: true
+            })
         );
         for odd in [
             array(vec![int(1), int(0), bulk(b"")]),
@@ -177,6 +200,8 @@ mod tests {
             array(vec![int(1), int(7), bulk(b""), int(0)]),
             array(vec![int(1), int(7), bulk(b""), int(1), int(1)]),
             array(vec![int(3), int(7)]),
+            array(vec![int(2), int(7), int(0)]),
+            array(vec![int(2), int(7), int(1), int(1)]),
             array(vec![int(1), bulk(b"7")]),
             int(1),
             Value::Nil,

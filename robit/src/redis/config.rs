@@ -61,6 +61,21 @@ pub enum RedisConfigError {
         /// The rejected quarantine.
         quarantine: Duration,
     },
+    /// Replica acknowledgements were asked for with a timeout that is zero, or not
+    /// shorter than half the command timeout (a call that meets NOSCRIPT waits twice, and
+    /// the command would time out first).
+    #[error(
+        "a replica acknowledgement timeout of {} must be greater than zero and shorter than \
+         half the command timeout ({}): a call that must reload its script waits twice",
+        Millis(*.timeout),
+        Millis(*.command_timeout)
+    )]
+    ReplicaAckTimeout {
+        /// The rejected timeout.
+        timeout: Duration,
+        /// The command timeout it must be shorter than.
+        command_timeout: Duration,
+    },
     /// A timeout or window is zero.
     #[error("{setting} must be greater than zero")]
     Zero {
@@ -88,6 +103,17 @@ pub(super) struct Settings {
     pub(super) handoff_window_ms: u64,
     pub(super) quarantine: Duration,
     pub(super) first_use: FirstUse,
+    pub(super) detect_failover: bool,
+    /// How many replicas must acknowledge a grant or renewal, and how long to wait for
+    /// them; `None` when none must.
+    pub(super) replica_acks: Option<ReplicaAcks>,
+}
+
+/// Replica acknowledgements a grant or renewal needs before the mutex counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct ReplicaAcks {
+    pub(super) replicas: u32,
+    pub(super) timeout: Duration,
 }
 
 impl fmt::Debug for Settings {
@@ -99,6 +125,8 @@ impl fmt::Debug for Settings {
             .field("handoff_window", &self.handoff_window)
             .field("quarantine", &self.quarantine)
             .field("first_use", &self.first_use)
+            .field("detect_failover", &self.detect_failover)
+            .field("replica_acks", &self.replica_acks)
             .finish()
     }
 }
@@ -129,6 +157,8 @@ pub struct RedisDriverBuilder<C: Connector = UrlConnector> {
     handoff_window: Duration,
     quarantine: Duration,
     first_use: FirstUse,
+    detect_failover: bool,
+    replica_acks: Option<ReplicaAcks>,
 }
 
 impl<C: Connector> RedisDriverBuilder<C> {
@@ -141,6 +171,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
             handoff_window: DEFAULT_HANDOFF_WINDOW,
             quarantine: DEFAULT_QUARANTINE,
             first_use: FirstUse::default(),
+            detect_failover: true,
+            replica_acks: None,
         }
     }
 
@@ -190,6 +222,43 @@ impl<C: Connector> RedisDriverBuilder<C> {
         self
     }
 
+    /// Whether to quarantine the namespace when the server answering is not the one whose
+    /// state it was written under: a replica promoted by a failover, or the same server
+    /// restarted from a snapshot or an AOF. Either may lack the last grants, whose holders
+    /// still believe in them. Default on.
+    ///
+    /// The driver learns each connection's server (`INFO server replication`, so an ACL
+    /// user needs `+info`) and the acquire script compares it with the one the namespace
+    /// recorded. Every failover and every restart then costs the namespace one quarantine,
+    /// even when no write was lost. Turn it off only where nothing can come back older:
+    /// every client of a namespace must use the same setting (docs/redis.md).
+    pub fn detect_failover(mut self, on: bool) -> Self {
+        self.detect_failover = on;
+        self
+    }
+
+    /// Counts a grant or renewal only once `replicas` replicas have acknowledged it,
+    /// waiting up to `timeout` for them; zero replicas (the default) waits for none.
+    ///
+    /// Each acquire and renew is followed by `WAIT <replicas> <timeout>` in the same
+    /// round trip. A grant that too few replicas acknowledged in time is released at
+    /// once and the attempt fails with a transient error (a waiting `lock()` retries); a
+    /// renewal that too few acknowledged counts as failed, so the watchdog retries it
+    /// until the validity deadline. The wait is part of the round trip, so it comes out
+    /// of the lease's validity like any other latency: keep `timeout` well under the
+    /// TTL, and under the mutex's renew timeout; `build()` refuses one that is not
+    /// shorter than half the command timeout.
+    ///
+    /// What it buys: a failover to a replica that acknowledged keeps every grant the
+    /// mutex counted, so holders keep their leases. It does not make replication
+    /// synchronous — a failover may still pick a replica that did not acknowledge —
+    /// which is why [`detect_failover`](Self::detect_failover) stays on with it
+    /// (docs/safety.md).
+    pub fn replica_acks(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replica_acks = (replicas > 0).then_some(ReplicaAcks { replicas, timeout });
+        self
+    }
+
     /// Validates the settings and builds the driver. It connects lazily, on first use.
     ///
     /// # Errors
@@ -216,6 +285,14 @@ impl<C: Connector> RedisDriverBuilder<C> {
                 return Err(RedisConfigError::Zero { setting });
             }
         }
+        if let Some(acks) = self.replica_acks
+            && (acks.timeout.is_zero() || acks.timeout.saturating_mul(2) >= self.command_timeout)
+        {
+            return Err(RedisConfigError::ReplicaAckTimeout {
+                timeout: acks.timeout,
+                command_timeout: self.command_timeout,
+            });
+        }
         let tag = format!("{{{}}}", self.namespace);
         let settings = Settings {
             fence_key: format!("{tag}:fence"),
@@ -227,9 +304,11 @@ impl<C: Connector> RedisDriverBuilder<C> {
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             handoff_window: self.handoff_window,
-            handoff_window_ms: millis_ceil(self.handoff_window),
+            handoff_window_ms: super::millis::millis_ceil(self.handoff_window),
             quarantine: self.quarantine,
             first_use: self.first_use,
+            detect_failover: self.detect_failover,
+            replica_acks: self.replica_acks,
         };
         Ok(RedisDriver::from_parts(Arc::new(connector), settings))
     }
@@ -247,82 +326,8 @@ impl<C: Connector> fmt::Debug for RedisDriverBuilder<C> {
             .field("handoff_window", &self.handoff_window)
             .field("quarantine", &self.quarantine)
             .field("first_use", &self.first_use)
+            .field("detect_failover", &self.detect_failover)
+            .field("replica_acks", &self.replica_acks)
             .finish_non_exhaustive()
-    }
-}
-
-/// Whole milliseconds, rounded up so that a TTL is never shortened, and at least 1;
-/// `u64::MAX` if there are more.
-///
-/// Whole seconds are whole milliseconds, so only the fraction of a second needs rounding:
-/// no 128-bit division.
-pub(super) fn millis_ceil(duration: Duration) -> u64 {
-    let fraction = u64::from(duration.subsec_nanos().div_ceil(1_000_000));
-    duration
-        .as_secs()
-        .checked_mul(1_000)
-        .and_then(|millis| millis.checked_add(fraction))
-        .map_or(u64::MAX, |millis| millis.max(1))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The definition: nanoseconds divided by a million, rounded up.
-    fn by_definition(duration: Duration) -> u64 {
-        let millis = duration.as_nanos().div_ceil(1_000_000).max(1);
-        u64::try_from(millis).unwrap_or(u64::MAX)
-    }
-
-    #[test]
-    fn millis_ceil_rounds_up_to_at_least_one_and_saturates() {
-        let max_millis = Duration::from_millis(u64::MAX);
-        let edges = [
-            Duration::ZERO,
-            Duration::from_nanos(1),
-            Duration::from_nanos(999_999),
-            Duration::from_millis(1),
-            Duration::from_nanos(1_000_001),
-            Duration::from_nanos(1_999_999),
-            Duration::from_nanos(999_999_999),
-            Duration::from_secs(1),
-            Duration::from_nanos(1_000_000_001),
-            Duration::new(1, 999_999_999),
-            Duration::from_secs(365 * 24 * 3600),
-            Duration::from_secs(u64::MAX / 1_000),
-            Duration::new(u64::MAX / 1_000, 999_999_999),
-            max_millis - Duration::from_nanos(1),
-            max_millis,
-            max_millis + Duration::from_nanos(1),
-            max_millis + Duration::from_millis(1),
-            Duration::from_secs(u64::MAX / 1_000 + 1),
-            Duration::from_secs(u64::MAX),
-            Duration::MAX,
-        ];
-        for duration in edges {
-            assert_eq!(
-                millis_ceil(duration),
-                by_definition(duration),
-                "{duration:?}"
-            );
-        }
-        // And a spread of others, seconds of every magnitude.
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        for _ in 0..10_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let duration = Duration::new(state >> (state % 64), (state % 1_000_000_000) as u32);
-            assert_eq!(
-                millis_ceil(duration),
-                by_definition(duration),
-                "{duration:?}"
-            );
-        }
-        assert_eq!(millis_ceil(Duration::ZERO), 1);
-        assert_eq!(millis_ceil(Duration::from_nanos(1_000_001)), 2);
-        assert_eq!(millis_ceil(max_millis), u64::MAX);
-        assert_eq!(millis_ceil(Duration::MAX), u64::MAX);
     }
 }

@@ -7,21 +7,42 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use super::scripts::ScriptCall;
+use super::identity::{self, Identity};
+use super::scripts::{self, ScriptCall};
 use super::{Connector, Inner, error};
 use crate::driver::DriverError;
+use crate::millis::Millis;
+
+/// Why a new connection could not be readied.
+enum Ready {
+    /// The server refused, or the connection failed.
+    Failed(redis::RedisError),
+    /// The server's `INFO` does not say who it is.
+    Unknown,
+}
+
+/// The command connection, with what the driver knows of it.
+#[derive(Clone)]
+pub(super) struct Current<T> {
+    /// Counts connections, so that a late failure on an old one cannot throw away its
+    /// replacement.
+    generation: u64,
+    connection: T,
+    /// The server it reaches (`Identity::OFF` when failover detection is off).
+    pub(super) identity: Identity,
+}
 
 impl<C: Connector> Inner<C> {
-    fn slot(&self) -> MutexGuard<'_, Option<(u64, C::Connection)>> {
+    fn slot(&self) -> MutexGuard<'_, Option<Current<C::Connection>>> {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The command connection and its generation, connecting first if there is none.
-    /// Waiting for another call's connection attempt counts towards the connect
-    /// timeout, so that no call waits longer than that for a connection.
-    async fn connection(&self) -> Result<(u64, C::Connection), DriverError> {
+    /// The command connection, connecting first if there is none. Waiting for another
+    /// call's connection attempt counts towards the connect timeout, so that no call
+    /// waits longer than that for a connection.
+    pub(super) async fn connection(&self) -> Result<Current<C::Connection>, DriverError> {
         if let Some(current) = self.slot().clone() {
             return Ok(current);
         }
@@ -31,20 +52,59 @@ impl<C: Connector> Inner<C> {
             .map_err(|_| DriverError::Timeout(limit))?
     }
 
-    async fn connect(&self, limit: Duration) -> Result<(u64, C::Connection), DriverError> {
+    /// Opens a connection and, unless failover detection is off, learns which server it
+    /// reaches before anything else is sent on it.
+    async fn connect(&self, limit: Duration) -> Result<Current<C::Connection>, DriverError> {
         // One connection attempt at a time; the others wait and share its result.
         let _connecting = self.connecting.lock().await;
         if let Some(current) = self.slot().clone() {
             return Ok(current);
         }
-        let connection = self
-            .connector
-            .connect()
+        let classify = |err| error::classify(err, limit, &self.connector.describe());
+        let mut connection = self.connector.connect().await.map_err(classify)?;
+        let identity = self.ready(&mut connection).await.map_err(|err| match err {
+            Ready::Failed(err) => classify(err),
+            Ready::Unknown => identity::unknown(),
+        })?;
+        let current = Current {
+            generation: self.generations.fetch_add(1, Ordering::Relaxed),
+            connection,
+            identity,
+        };
+        *self.slot() = Some(current.clone());
+        Ok(current)
+    }
+
+    /// Readies a new connection before anything else is sent on it: learns which server
+    /// it reaches (`INFO server replication`; a `PING` with failover detection off), then
+    /// loads every script in one more round trip — once the server has answered a short
+    /// command, so that a connection the server refuses (no password) is refused with
+    /// its own words, before a long command makes it close the connection instead.
+    async fn ready(&self, connection: &mut C::Connection) -> Result<Identity, Ready> {
+        let identity = if self.settings.detect_failover {
+            let info: String = redis::cmd("INFO")
+                .arg("server")
+                .arg("replication")
+                .query_async(connection)
+                .await
+                .map_err(Ready::Failed)?;
+            Identity::parse(&info).ok_or(Ready::Unknown)?
+        } else {
+            redis::cmd("PING")
+                .query_async::<()>(connection)
+                .await
+                .map_err(Ready::Failed)?;
+            Identity::OFF
+        };
+        let mut pipe = redis::pipe();
+        scripts::load_all(&mut pipe);
+        for loaded in scripts::replies(&mut pipe, connection)
             .await
-            .map_err(|err| error::classify(err, limit, &self.connector.describe()))?;
-        let generation = self.generations.fetch_add(1, Ordering::Relaxed);
-        *self.slot() = Some((generation, connection.clone()));
-        Ok((generation, connection))
+            .map_err(Ready::Failed)?
+        {
+            loaded.map_err(Ready::Failed)?;
+        }
+        Ok(identity)
     }
 
     /// Drops connection `generation`, if it is still the current one, so that the next
@@ -53,16 +113,17 @@ impl<C: Connector> Inner<C> {
         let mut slot = self.slot();
         if slot
             .as_ref()
-            .is_some_and(|(current, _)| *current == generation)
+            .is_some_and(|current| current.generation == generation)
         {
             *slot = None;
         }
     }
 
     /// Classifies a failure, and drops a broken connection so the next command gets a
-    /// fresh one.
+    /// fresh one. So too a connection to a server that has become a replica (READONLY):
+    /// the next one may reach the new primary, and learns who it is.
     fn failed(&self, generation: u64, err: redis::RedisError) -> DriverError {
-        if error::breaks_connection(&err) && !self.connector.reconnects_by_itself() {
+        if error::breaks_connection(&err) || matches!(err.code(), Some("READONLY" | "UNBLOCKED")) {
             self.replace(generation);
         }
         error::classify(
@@ -83,8 +144,54 @@ impl<C: Connector> Inner<C> {
     /// Runs one script call: one round trip (three after a NOSCRIPT), bounded as a whole
     /// by the command timeout.
     pub(super) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, DriverError> {
-        self.bounded(|mut connection| async move { call.invoke(&mut connection).await })
-            .await
+        let current = self.connection().await?;
+        self.run_on(current, call).await
+    }
+
+    /// [`run`](Self::run), on `current`: a call whose arguments depend on the connection.
+    pub(super) async fn run_on<T: FromRedisValue>(
+        &self,
+        current: Current<C::Connection>,
+        call: &ScriptCall,
+    ) -> Result<T, DriverError> {
+        self.bounded_on(current, |mut connection| async move {
+            call.invoke(&mut connection).await
+        })
+        .await
+    }
+
+    /// [`run_on`](Self::run_on), followed in the same round trip by a `WAIT` for the
+    /// replicas the settings ask for. Answers the script's answer and whether enough
+    /// replicas acknowledged it (always, when none must): if not, the error that says so.
+    pub(super) async fn run_acked_on<T: FromRedisValue>(
+        &self,
+        current: Current<C::Connection>,
+        call: &ScriptCall,
+    ) -> Result<(T, Result<(), DriverError>), DriverError> {
+        let Some(acks) = self.settings.replica_acks else {
+            return Ok((self.run_on(current, call).await?, Ok(())));
+        };
+        let generation = current.generation;
+        let (answer, acked) = self
+            .bounded_on(current, |mut connection| async move {
+                call.invoke_acked(&mut connection, acks.replicas, acks.timeout)
+                    .await
+            })
+            .await?;
+        let acked = match acked {
+            Ok(acked) if acked >= acks.replicas => return Ok((answer, Ok(()))),
+            Ok(acked) => acked,
+            // WAIT refused, or cut short (UNBLOCKED: the server became a replica).
+            Err(err) => return Ok((answer, Err(self.failed(generation, err)))),
+        };
+        let err = DriverError::unavailable(format!(
+            "only {acked} of the {} replicas asked for acknowledged the write within {}: \
+             it does not count; check the replicas (INFO replication) or lower \
+             RedisDriverBuilder::replica_acks",
+            acks.replicas,
+            Millis(acks.timeout)
+        ));
+        Ok((answer, Err(err)))
     }
 
     /// Runs `command` on the command connection, bounded by the command timeout, and
@@ -96,7 +203,23 @@ impl<C: Connector> Inner<C> {
     where
         F: Future<Output = redis::RedisResult<T>>,
     {
-        let (generation, connection) = self.connection().await?;
+        let current = self.connection().await?;
+        self.bounded_on(current, command).await
+    }
+
+    async fn bounded_on<T, F>(
+        &self,
+        current: Current<C::Connection>,
+        command: impl FnOnce(C::Connection) -> F,
+    ) -> Result<T, DriverError>
+    where
+        F: Future<Output = redis::RedisResult<T>>,
+    {
+        let Current {
+            generation,
+            connection,
+            ..
+        } = current;
         let limit = self.settings.command_timeout;
         let since = tokio::time::Instant::now();
         let mut watch = Abandoned {

@@ -1,21 +1,24 @@
 //! Where connections come from.
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig, PubSub};
-use redis::{Client, RedisResult};
+use redis::aio::{ConnectionLike, MultiplexedConnection, PubSub};
+use redis::{AsyncConnectionConfig, Client, RedisResult};
 
 use super::RedisConfigError;
-use super::config::DEFAULT_CONNECT_TIMEOUT;
 
 /// Supplies the [`RedisDriver`](super::RedisDriver)'s connections: one multiplexed
 /// connection for commands, and a pub/sub connection for hand-off notifications.
 ///
-/// Production uses [`UrlConnector`] (redis-rs's `ConnectionManager`, which reconnects by
-/// itself). A test harness or simulator implements this to run the real driver over its
-/// own transport — a `redis::aio::MultiplexedConnection` and a `redis::aio::PubSub` can
-/// both be built over any async stream. The driver asks for a new connection whenever the
-/// current one reports it is broken, so a connector that does not reconnect by itself
-/// still recovers.
+/// Production uses [`UrlConnector`]. A test harness or simulator implements this to run
+/// the real driver over its own transport — a `redis::aio::MultiplexedConnection` and a
+/// `redis::aio::PubSub` can both be built over any async stream.
+///
+/// The driver asks for a new connection whenever the current one breaks, stops
+/// answering, or reaches a server that has become a replica, and learns which server
+/// each new connection reaches before it sends anything else on it (failover detection,
+/// docs/redis.md). So a connection must stay with the server it was opened to: one that
+/// reconnects by itself, possibly to another server (redis-rs's `ConnectionManager`),
+/// would let a failover go unnoticed.
 ///
 /// # Example
 ///
@@ -60,19 +63,13 @@ pub trait Connector: Send + Sync + 'static {
     /// Opens a connection for subscribing to hand-off notifications.
     async fn subscriber(&self) -> RedisResult<PubSub>;
 
-    /// Whether a connection from [`connect`](Self::connect) recovers from a broken
-    /// socket by itself; if not, the driver replaces it. Default false.
-    fn reconnects_by_itself(&self) -> bool {
-        false
-    }
-
     /// A description of where this connects, for `Debug` and logs. It must not contain
     /// a password.
     fn describe(&self) -> String;
 }
 
-/// Connects to the server named by a `redis://` or `rediss://` URL, through redis-rs's
-/// `ConnectionManager`, which reconnects after failures.
+/// Connects to the server named by a `redis://` or `rediss://` URL: one redis-rs
+/// `MultiplexedConnection` at a time, replaced by the driver when it fails.
 ///
 /// The URL carries the ACL username and password (`redis://user:pass@host:6379/0`);
 /// `rediss://` needs the crate's `tls` feature. Neither `Debug` nor `describe` shows the
@@ -154,29 +151,29 @@ impl std::fmt::Debug for UrlConnector {
 
 #[async_trait]
 impl Connector for UrlConnector {
-    type Connection = ConnectionManager;
+    type Connection = MultiplexedConnection;
 
-    async fn connect(&self) -> RedisResult<ConnectionManager> {
-        // The driver bounds every command and connection attempt itself, with the
-        // timeouts it was configured with; the manager only has to reconnect.
-        let config = ConnectionManagerConfig::new()
-            .set_response_timeout(None)
-            .set_connection_timeout(Some(DEFAULT_CONNECT_TIMEOUT))
-            .set_number_of_retries(1);
-        ConnectionManager::new_with_config(self.client.clone(), config).await
+    async fn connect(&self) -> RedisResult<MultiplexedConnection> {
+        self.client
+            .get_multiplexed_async_connection_with_config(&unbounded())
+            .await
     }
 
     async fn subscriber(&self) -> RedisResult<PubSub> {
         self.client.get_async_pubsub().await
     }
 
-    fn reconnects_by_itself(&self) -> bool {
-        true
-    }
-
     fn describe(&self) -> String {
         self.redacted.clone()
     }
+}
+
+/// A multiplexed connection's settings without timeouts of their own: the driver bounds
+/// every command and connection attempt itself, with the timeouts it was built with.
+pub(super) fn unbounded() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_response_timeout(None)
+        .set_connection_timeout(None)
 }
 
 /// `url` with the password of its user-info part replaced by `***`.

@@ -60,7 +60,9 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str)
     match err.code() {
         Some("NOPERM") => permanent(
             "the Redis user may not run a command robit needs (EVALSHA, SCRIPT, PUBLISH, \
-             SUBSCRIBE on the namespace's keys); grant it with ACL SETUSER",
+             SUBSCRIBE on the namespace's keys, INFO unless failover detection is off, WAIT \
+             with replica acknowledgements); grant it with ACL SETUSER (docs/redis.md lists \
+             them)",
             err,
         ),
         Some("WRONGTYPE") => permanent(
@@ -78,9 +80,10 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str)
              node: connect it to that node, or give it a Connector over a cluster client",
             err,
         ),
-        Some("LOADING" | "BUSY" | "READONLY" | "MASTERDOWN" | "CLUSTERDOWN" | "TRYAGAIN") => {
-            transient("Redis cannot serve the request right now", err)
-        }
+        Some(
+            "LOADING" | "BUSY" | "READONLY" | "UNBLOCKED" | "MASTERDOWN" | "CLUSTERDOWN"
+            | "TRYAGAIN",
+        ) => transient("Redis cannot serve the request right now", err),
         Some("ERR") if refused_as_syntax(&err) => permanent(
             "Redis refused a command of robit's scripts as a syntax error: they need Redis 7.0 \
              or later (SET with NX and GET together); upgrade the server",
@@ -166,6 +169,17 @@ mod tests {
     fn server_error(reply: &str) -> RedisError {
         let value = redis::parse_redis_value(reply.as_bytes()).unwrap();
         value.extract_error().unwrap_err()
+    }
+
+    #[test]
+    fn a_wait_cut_short_by_a_demotion_is_retried() {
+        // What Redis answers a blocked WAIT when it becomes a replica.
+        let demoted = server_error(
+            "-UNBLOCKED force unblock from blocking operation, instance state changed \
+             (master -> replica?)\r\n",
+        );
+        assert_eq!(demoted.code(), Some("UNBLOCKED"));
+        assert!(classify(demoted, Duration::from_secs(1), "redis://x").is_transient());
     }
 
     #[test]

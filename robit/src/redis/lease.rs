@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use async_trait::async_trait;
 
 use super::answers::Freed;
-use super::config::millis_ceil;
+use super::millis::millis_ceil;
 use super::scripts::{RELEASE, RENEW, ScriptCall, Span};
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
@@ -81,9 +81,12 @@ impl<C: Connector> Lease for RedisLease<C> {
             call.arg(text.as_str()).arg(span.key_ms);
         }
         let sent = Instant::now();
-        let renewed: i64 = self.inner.run(&call).await?;
+        let current = self.inner.connection().await?;
+        let (renewed, acked): (i64, _) = self.inner.run_acked_on(current, &call).await?;
         if renewed == 1 {
             *self.ours_until() = sent + ttl + self.lock_delay;
+            // Renewed on the primary, but not counted without its replicas.
+            acked?;
             Ok(Renewal::Renewed)
         } else {
             // Gone: whatever the key holds now is someone else's.

@@ -29,8 +29,17 @@
 //! namespace cannot tell a loss from a new namespace; by default it creates it
 //! ([`FirstUse`] weighs the two). Run Redis with `maxmemory-policy noeviction`: other
 //! policies can evict the counter (a quarantine) or the lock keys and the quarantine
-//! itself (no protection). A restart that restores *older* data (a snapshot, a replica)
-//! is not detected; see docs/redis.md.
+//! itself (no protection).
+//!
+//! # Failover and restarts from older data
+//!
+//! A failover to a replica that lagged, or a restart from a snapshot or an AOF, brings
+//! back the counter but not the last grants. The counter records the server that
+//! granted in it, each connection learns which server it reaches, and an acquire on a
+//! server other than the namespace's (or another life of it) quarantines the namespace
+//! as after a loss ([`RedisDriverBuilder::detect_failover`], on by default). A grant or
+//! renewal can also be made to wait for replicas
+//! ([`RedisDriverBuilder::replica_acks`]). docs/redis.md has the measurements.
 //!
 //! # Example
 //!
@@ -56,13 +65,16 @@ mod config;
 mod connection;
 mod connector;
 mod error;
+mod identity;
 mod inspect;
 mod keys;
 mod lease;
+mod millis;
 mod namespace;
 mod notify;
 mod quarantine;
 mod scripts;
+mod sentinel;
 mod waiters;
 
 use std::fmt;
@@ -80,10 +92,12 @@ pub use self::connector::{Connector, UrlConnector};
 pub use self::namespace::FirstUse;
 #[doc(hidden)]
 pub use self::scripts::sources as script_sources;
+pub use self::sentinel::SentinelConnector;
 
 use self::answers::{AcquireAnswer, Freed};
-use self::config::{Settings, millis_ceil};
+use self::config::Settings;
 use self::lease::RedisLease;
+use self::millis::millis_ceil;
 use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
@@ -121,9 +135,8 @@ pub struct RedisDriver<C: Connector = UrlConnector> {
 struct Inner<C: Connector> {
     connector: Arc<C>,
     settings: Settings,
-    /// The command connection, with a generation number so that a late failure on an
-    /// old connection cannot throw away its replacement.
-    connection: StdMutex<Option<(u64, C::Connection)>>,
+    /// The command connection, once opened.
+    connection: StdMutex<Option<connection::Current<C::Connection>>>,
     generations: AtomicU64,
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
@@ -142,6 +155,17 @@ impl RedisDriver<UrlConnector> {
     /// feature, `rediss://`; ACL credentials go in the URL).
     pub fn builder(url: &str) -> RedisDriverBuilder<UrlConnector> {
         RedisDriverBuilder::new(UrlConnector::new(url))
+    }
+}
+
+impl RedisDriver<SentinelConnector> {
+    /// Starts building a driver for the master that the Redis Sentinels at `sentinels`
+    /// (`redis://[:password@]host:port` each) know as `master`: each new connection asks
+    /// them where it is, so the driver follows failovers. For the master's credentials
+    /// or TLS, build a [`SentinelConnector`] and use
+    /// [`with_connector`](RedisDriver::with_connector).
+    pub fn sentinel(master: &str, sentinels: &[&str]) -> RedisDriverBuilder<SentinelConnector> {
+        RedisDriverBuilder::new(SentinelConnector::new(master, sentinels))
     }
 }
 
@@ -246,7 +270,7 @@ impl<C: Connector> Driver for RedisDriver<C> {
         };
         let name = &request.name;
         let span = Span::new(request.ttl, request.lock_delay);
-        let args = if span.text.is_some() { 11 } else { 10 };
+        let args = if span.text.is_some() { 12 } else { 11 };
         let mut call = ScriptCall::new(&ACQUIRE, 4, args, settings.call_bytes(name));
         call.key(settings.lock_key(name))
             .key(settings.queue_key(name))
@@ -262,11 +286,15 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(quarantine)
             .arg(flag(inner.namespace.missing_means_lost()))
             .arg(flag(queued));
+        let sent = tokio::time::Instant::now();
+        // The script compares the server the namespace was written on with the one this
+        // connection reaches: the argument depends on the connection.
+        let current = inner.connection().await?;
+        call.arg(current.identity.as_bytes());
         if let Some(text) = &span.text {
             call.arg(text.as_str());
         }
-        let sent = tokio::time::Instant::now();
-        let answer = inner.run(&call).await?;
+        let (answer, acked) = inner.run_acked_on(current, &call).await?;
         inner.namespace.seen();
         match answer {
             AcquireAnswer::Granted {
@@ -284,15 +312,23 @@ impl<C: Connector> Driver for RedisDriver<C> {
                     (fence, next),
                     (sent, request.ttl, request.lock_delay),
                 );
+                if let Err(err) = acked {
+                    // Not counted: give it back rather than let it block others.
+                    let _ = crate::driver::Lease::release(&lease).await;
+                    return Err(err);
+                }
                 Ok(Acquire::Granted(Arc::new(lease)))
             }
             AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
-            AcquireAnswer::Quarantined { left: Some(left) } => {
-                inner.quarantine_log.seen(&request.name, left);
+            AcquireAnswer::Quarantined {
+                left: Some(left),
+                moved,
+            } => {
+                inner.quarantine_log.seen(&request.name, left, moved);
                 Ok(Acquire::Quarantined { left })
             }
             // A quarantine key without an expiry, set by hand: it lasts until deleted.
-            AcquireAnswer::Quarantined { left: None } => Ok(Acquire::Held { expires_in: None }),
+            AcquireAnswer::Quarantined { left: None, .. } => Ok(Acquire::Held { expires_in: None }),
         }
     }
 
@@ -325,14 +361,18 @@ impl<C: Connector> Driver for RedisDriver<C> {
     }
 
     /// At most the connect timeout waiting for a connection, then the command timeout
-    /// for the script call (its NOSCRIPT retry included).
+    /// for the script call (its NOSCRIPT retry included); twice that with replica
+    /// acknowledgements, where an acquire gives back a grant too few acknowledged.
     fn call_limit(&self) -> Option<Duration> {
         let settings = &self.inner.settings;
-        Some(
-            settings
-                .connect_timeout
-                .saturating_add(settings.command_timeout),
-        )
+        let call = settings
+            .connect_timeout
+            .saturating_add(settings.command_timeout);
+        Some(if settings.replica_acks.is_some() {
+            call.saturating_mul(2)
+        } else {
+            call
+        })
     }
 
     async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {

@@ -19,9 +19,10 @@ pub(super) struct QuarantineLog {
 }
 
 impl QuarantineLog {
-    /// An acquire of `name` found the namespace quarantined for `left`: warns, unless
+    /// An acquire of `name` found the namespace quarantined for `left` (`moved`: it began
+    /// the quarantine, on finding the namespace written on another server): warns, unless
     /// this quarantine was reported already.
-    pub(super) fn seen(&self, name: &LockName, left: Duration) {
+    pub(super) fn seen(&self, name: &LockName, left: Duration, moved: bool) {
         let now = Instant::now();
         let until = now + left;
         {
@@ -35,11 +36,17 @@ impl QuarantineLog {
             *reported = Some(until);
         }
         let ends = rfc3339(SystemTime::now() + left);
+        let cause = if moved {
+            "the server answering is not the one the namespace's state was written on (a \
+             failover, or a restart from older data), which may lack grants still believed in"
+        } else {
+            "the namespace's state was lost or is new"
+        };
         tracing::warn!(
             target: "robit",
             lock = %name,
             quarantine_left_ms = left.as_millis(),
-            "the namespace's state was lost or is new: no grants until its quarantine ends at {ends}; waiters sleep until then",
+            "{cause}: no grants until its quarantine ends at {ends}; waiters sleep until then",
         );
     }
 }

@@ -18,9 +18,10 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{
     Cmd, ErrorKind, FromRedisValue, RedisResult, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
+    Value,
 };
 
-use super::config::millis_ceil;
+use super::millis::millis_ceil;
 use crate::driver::{Waiter, hex128};
 
 /// The exact text of every script the driver sends, common prelude included.
@@ -65,6 +66,21 @@ pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources
 pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
 pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));
 pub(super) static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(sources::INSPECT));
+
+/// Adds `SCRIPT LOAD` of every script to `pipe`: a new connection loads them all in one
+/// round trip, so that no call on it meets NOSCRIPT unless the server loses its scripts
+/// (`SCRIPT FLUSH`).
+pub(super) fn load_all(pipe: &mut redis::Pipeline) {
+    for source in [
+        sources::ACQUIRE,
+        sources::RENEW,
+        sources::RELEASE,
+        sources::WITHDRAW,
+        sources::INSPECT,
+    ] {
+        pipe.cmd("SCRIPT").arg("LOAD").arg(source);
+    }
+}
 
 /// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
 /// directly in the command's buffer.
@@ -121,6 +137,59 @@ impl ScriptCall {
             answer => answer,
         }
     }
+}
+
+impl ScriptCall {
+    /// Sends the call and `WAIT <replicas> <timeout ms>` in one pipeline (one round
+    /// trip); on NOSCRIPT, loads the script and sends both once more, as
+    /// [`invoke`](Self::invoke) does. Answers the script's answer and, on its own, the
+    /// number of replicas that acknowledged it or why `WAIT` failed: a grant the script
+    /// made is never lost to a failure of `WAIT`.
+    pub(super) async fn invoke_acked<T: FromRedisValue>(
+        &self,
+        connection: &mut impl ConnectionLike,
+        replicas: u32,
+        timeout: Duration,
+    ) -> RedisResult<(T, RedisResult<u32>)> {
+        debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
+        let mut pipe = redis::pipe();
+        pipe.add_command(self.command.clone())
+            .cmd("WAIT")
+            .arg(replicas)
+            .arg(millis_ceil(timeout));
+        let mut answers = replies(&mut pipe, connection).await?;
+        let missing = |answers: &[RedisResult<Value>]| {
+            matches!(answers.first(), Some(Err(err))
+                if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
+        };
+        if missing(&answers) {
+            self.script.load_async(connection).await?;
+            answers = replies(&mut pipe, connection).await?;
+        }
+        let mut answers = answers.into_iter();
+        let (Some(answer), Some(acked)) = (answers.next(), answers.next()) else {
+            return Err((
+                ErrorKind::Parse,
+                "a pipeline of two commands answered fewer",
+            )
+                .into());
+        };
+        let answer = T::from_redis_value(answer?)?;
+        let acked = acked.and_then(|acked| Ok(u32::from_redis_value(acked)?));
+        Ok((answer, acked))
+    }
+}
+
+/// Sends `pipe` and answers each command's reply on its own: a server's error stays that
+/// command's, with its code and words (as a pipeline's own error, it would lose them for
+/// codes redis-rs does not know, NOAUTH and WRONGTYPE among them).
+pub(super) async fn replies(
+    pipe: &mut redis::Pipeline,
+    connection: &mut impl ConnectionLike,
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    pipe.ignore_errors();
+    let values: Vec<Value> = pipe.query_async(connection).await?;
+    Ok(values.into_iter().map(Value::extract_error).collect())
 }
 
 /// A key made of a prefix and a lock name, written into the command as one argument

@@ -25,12 +25,15 @@ pub fn runtime() -> tokio::runtime::Runtime {
 
 /// robit's Redis driver for `server`, its command connection counting round trips into
 /// `round_trips`, with default settings: its first lock creates the namespace.
+/// `ROBIT_BENCH_DETECT_FAILOVER=0` turns failover detection off, to measure its cost.
 pub fn robit_driver(
     server: &RedisServer,
     round_trips: &Arc<AtomicU64>,
 ) -> RedisDriver<CountingConnector> {
     let url = UrlConnector::new(&server.url()).unwrap();
+    let detect = std::env::var("ROBIT_BENCH_DETECT_FAILOVER").map_or(true, |value| value != "0");
     RedisDriver::with_connector(CountingConnector::new(url, round_trips))
+        .detect_failover(detect)
         .build()
         .unwrap()
 }

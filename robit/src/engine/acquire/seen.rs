@@ -44,8 +44,9 @@ impl Seen {
     pub(super) fn quarantined(&mut self, left: Duration) {
         self.quarantined = true;
         self.last_error = Some(DriverError::unavailable(format!(
-            "the backend lost its state and grants nothing for {}, while holders \
-             from before may still believe they hold the lock",
+            "the backend lost its state or came back with older state (a restart, a \
+             flush, a failover) and grants nothing for {}, while holders from before may \
+             still believe they hold the lock",
             Millis(left)
         )));
     }

@@ -8,31 +8,43 @@
 --
 -- KEYS[1] lock       see common.lua
 -- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it
--- KEYS[3] fence      the namespace's last fencing token (no TTL); "<token>q" while a
---                    quarantine may be running
--- KEYS[4] quarantine present while grants are suspended after state loss
+-- KEYS[3] fence      the namespace's last fencing token (no TTL), followed by the
+--                    identity of the server that issued it: "<token>/<identity>";
+--                    "<token>q/<identity>" while a quarantine may be running
+-- KEYS[4] quarantine present while grants are suspended after state loss ("1"), or
+--                    because the namespace was written on another server ("moved")
 -- ARGV: owner, key_ms (the TTL, plus any lock-delay), waiter id ('' for a single try),
 --       queue entry ('<id>:<poll ms>'), queue_ttl_ms, channel, handoff_ms, quarantine_ms,
 --       lost ('1': a missing counter means lost state; '0': a new namespace), queued
---       ('1': an earlier attempt of this waiter may have queued it), and, with a
---       lock-delay only, the grant's span ('<ttl ms>+<delay ms>'; else key_ms is the TTL)
+--       ('1': an earlier attempt of this waiter may have queued it), the identity of
+--       the server the caller's connection reaches ('/<hex digits>'; '' with failover
+--       detection off), and, with a lock-delay only, the grant's span
+--       ('<ttl ms>+<delay ms>'; else key_ms is the TTL)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
--- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted).
+-- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted;
+-- {2, ms, 1} when the quarantine is there because the namespace was written on another
+-- server, or another life of this one).
 local t = redis.call('TIME')
 -- Unix µs, the clock's candidate for the token, and the grant as the key will hold it
 -- (see common.lua). Should the token turn out larger than the clock, the grant is
 -- written again with it.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[11] or ARGV[2]) .. '@' .. micros
+local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[12] or ARGV[2]) .. '@' .. micros
 local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
--- The fencing counter's last token, read as the grant's is written: `nil` until then.
+-- The fencing counter as it was, read as the grant's token is written: `nil` until then.
+-- The grant stands here when the last token is below the clock's and was issued by this
+-- same server (its identity follows the token).
 local last
+local server = ARGV[11]
 if not old then
-  last = redis.call('SET', KEYS[3], micros, 'GET')
-  local number = tonumber(last)
-  if number and number < tonumber(micros) and ARGV[10] ~= '1' then
-    return {1, tonumber(micros), ''}
+  last = redis.call('SET', KEYS[3], micros .. server, 'GET')
+  if last and ARGV[10] ~= '1' then
+    local cut = #last - #server
+    local number = tonumber(string.sub(last, 1, cut))
+    if number and number < tonumber(micros) and string.sub(last, cut + 1) == server then
+      return {1, tonumber(micros), ''}
+    end
   end
 end
 

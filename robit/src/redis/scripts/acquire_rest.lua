@@ -19,6 +19,22 @@ local function undo(old)
   redis.call('SET', lock, old, 'PXAT', flagged and math.max(blocks, now + queue_ttl) or blocks)
 end
 
+-- The namespace was written on another server, or another life of this one (its counter
+-- names a server other than the caller's connection's): a replica promoted by a
+-- failover, a restart from a snapshot or an AOF. It may lack grants whose holders still
+-- believe in them, so grant nothing for the quarantine (a longer one running is kept),
+-- and record this server as the namespace's. `digits`: the last token.
+local function moved(old, digits)
+  local left = redis.call('PTTL', quarantine)
+  if left ~= -1 and left < quarantine_ms then
+    redis.call('SET', quarantine, 'moved', 'PX', quarantine_ms)
+    left = quarantine_ms
+  end
+  redis.call('SET', fence, digits .. 'q' .. server)
+  undo(old)
+  return {2, left, 1}
+end
+
 -- The lock's key now holds the caller's grant: issue its fencing token, the larger of
 -- the last token plus one and the server's clock in microseconds, so that tokens keep
 -- increasing across any restart (without persistence, or from an older snapshot) as long
@@ -26,11 +42,7 @@ end
 -- the counter was written already, and held `last`.
 local function fenced(old, read)
   if not read then
-    last = redis.call('SET', fence, micros, 'GET')
-  end
-  local number = tonumber(last)
-  if number and number < tonumber(micros) then
-    return {1, tonumber(micros), ''}
+    last = redis.call('SET', fence, micros .. server, 'GET')
   end
   if not last then
     -- The counter was missing: the namespace is new, or its state was lost (a restart
@@ -39,26 +51,30 @@ local function fenced(old, read)
     -- quarantine when the caller knows the namespace existed.
     if lost and quarantine_ms > 0 then
       redis.call('SET', quarantine, '1', 'PX', quarantine_ms)
-      redis.call('SET', fence, micros .. 'q')
+      redis.call('SET', fence, micros .. 'q' .. server)
       undo(old)
       return {2, quarantine_ms}
     end
     return {1, tonumber(micros), '', 1}
   end
-  -- A mark may have been appended by hand, more than once, or to a missing counter.
-  local digits, marked = string.match(last, '^(%d*)(q*)$')
+  -- A mark may have been appended by hand (after the server's identity, by APPEND), more
+  -- than once, or to a missing counter.
+  local digits, marked, id, appended = string.match(last, '^(%d*)(q*)(/?%x*)(q*)$')
   if not digits then
     redis.call('SET', fence, last)
     undo(old)
     return redis.error_reply('ERR robit: the fencing counter ' .. fence .. ' holds a value '
       .. 'robit did not write; delete the key to let the namespace start again')
   end
-  if marked ~= '' then
+  if server ~= '' and id ~= server and quarantine_ms > 0 then
+    return moved(old, digits)
+  end
+  if marked ~= '' or appended ~= '' then
     local left = redis.call('PTTL', quarantine)
     if left > 0 or left == -1 then
       redis.call('SET', fence, last)
       undo(old)
-      return {2, left}
+      return {2, left, redis.call('GET', quarantine) == 'moved' and 1 or nil}
     end
   end
   local token = (tonumber(digits) or 0) + 1
@@ -66,7 +82,7 @@ local function fenced(old, read)
     -- The counter is ahead of the clock: the grant, written with the clock's candidate,
     -- takes the counter's token instead.
     local text = string.format('%d', token)
-    redis.call('SET', fence, text)
+    redis.call('SET', fence, text .. server)
     mine = string.gsub(mine, '@%d+$', '@' .. text)
     local held = redis.call('GET', lock)
     redis.call('SET', lock, (string.gsub(held, '@%d+', '@' .. text, 1)), 'KEEPTTL')

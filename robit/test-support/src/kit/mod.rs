@@ -1,7 +1,9 @@
 //! Testing the mutex itself, in paused time: a fault-injecting driver over the local
 //! driver, a loss log, a clock that jumps, entropy that always draws the highest value,
-//! captured tracing output, and small helpers.
+//! captured tracing output, and small helpers; and the belief intervals that fault tests
+//! against a real backend record and check for overlap.
 
+mod beliefs;
 mod capture;
 mod clock;
 mod faulty;
@@ -12,6 +14,7 @@ use std::time::Duration;
 
 use robit::{Acquire, AcquireRequest, Driver, FenceToken, Lease};
 
+pub use beliefs::{Beliefs, Interval, Overlap};
 pub use capture::Captured;
 pub use clock::JumpClock;
 pub use faulty::{AcquireFault, Faults, FaultyDriver, FaultyLease, Notifications, RenewFault};

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use redis::aio::{ConnectionLike, ConnectionManager, PubSub};
+use redis::aio::{ConnectionLike, MultiplexedConnection, PubSub};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
 use robit::redis::{Connector, UrlConnector};
 
@@ -28,13 +28,13 @@ use robit::redis::{Connector, UrlConnector};
 /// ```
 #[derive(Clone)]
 pub struct Counted {
-    inner: ConnectionManager,
+    inner: MultiplexedConnection,
     round_trips: Arc<AtomicU64>,
 }
 
 impl Counted {
     /// `inner`, counting its round trips into `round_trips`.
-    pub fn new(inner: ConnectionManager, round_trips: &Arc<AtomicU64>) -> Self {
+    pub fn new(inner: MultiplexedConnection, round_trips: &Arc<AtomicU64>) -> Self {
         Self {
             inner,
             round_trips: Arc::clone(round_trips),
@@ -98,10 +98,6 @@ impl Connector for CountingConnector {
 
     async fn subscriber(&self) -> redis::RedisResult<PubSub> {
         self.url.subscriber().await
-    }
-
-    fn reconnects_by_itself(&self) -> bool {
-        true
     }
 
     fn describe(&self) -> String {

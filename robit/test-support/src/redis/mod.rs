@@ -1,9 +1,15 @@
-//! Testing against a real Redis: a server of the test's own, a proxy that freezes a
+//! Testing against a real Redis: a server of the test's own, a primary with a replica
+//! whose link can freeze, sentinels watching them, clients that record their beliefs
+//! under a fault, a connector that follows the primary, a proxy that freezes a
 //! link, a connection that counts round trips, and the helpers the Redis driver's test
 //! files share — a driver for a server, a request for a name, their TTL and time limit.
 
+mod clients;
 mod counting;
+mod following;
 mod proxy;
+mod replicated;
+mod sentinel;
 mod server;
 
 use std::time::Duration;
@@ -11,8 +17,12 @@ use std::time::Duration;
 use robit::redis::RedisDriver;
 use robit::{AcquireRequest, LockName, OwnerToken};
 
+pub use clients::{FAULT_TTL, FaultClients};
 pub use counting::{Counted, CountingConnector};
+pub use following::FollowingConnector;
 pub use proxy::FreezingProxy;
+pub use replicated::ReplicatedPair;
+pub use sentinel::{MASTER_NAME, Sentinels};
 pub use server::RedisServer;
 
 /// The lease TTL that [`request`] asks for.

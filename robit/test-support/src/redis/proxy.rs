@@ -42,6 +42,11 @@ impl FreezingProxy {
         Self { port, epoch, task }
     }
 
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The URL that reaches the server through this proxy.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)

@@ -92,24 +92,8 @@ impl RedisServer {
         self.wait_ready();
     }
 
-    /// Waits until the server answers on its port (it may ask for a password: any
-    /// answer will do). Readiness polling, not a timing assertion.
     fn wait_ready(&self) {
-        let give_up = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let mut reply = [0_u8; 1];
-                if stream.write_all(b"PING\r\n").is_ok() && stream.read(&mut reply).is_ok() {
-                    return;
-                }
-            }
-            assert!(
-                Instant::now() < give_up,
-                "redis-server did not start:\n{}",
-                self.log()
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_answering(self.port, "redis-server", || self.log());
     }
 
     /// A server that speaks only TLS, with a certificate for `localhost` signed by a
@@ -183,6 +167,18 @@ impl RedisServer {
         self.spawn();
     }
 
+    /// Kills the server (SIGKILL), as a crash does: it stays down.
+    pub fn stop(&mut self) {
+        self.kill();
+    }
+
+    /// Starts a stopped server again, on the same port and in the same directory: it
+    /// loads the snapshot (`dump.rdb`) there, if a `SAVE` wrote one.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "the server is running");
+        self.spawn();
+    }
+
     /// Freezes the server (SIGSTOP): connections stay open, nothing answers.
     pub fn pause(&self) {
         self.signal("-STOP");
@@ -239,6 +235,22 @@ impl RedisServer {
             .expect("CLIENT KILL");
     }
 
+    /// Creates the ACL user `name` (password `pa55`) with exactly `permissions`
+    /// (`ACL SETUSER` words, separated by whitespace), and answers the URL that
+    /// connects as that user.
+    pub async fn acl_user(&self, name: &str, permissions: &str) -> String {
+        let mut setuser = redis::cmd("ACL");
+        setuser.arg("SETUSER").arg(name).arg("on").arg(">pa55");
+        for permission in permissions.split_whitespace() {
+            setuser.arg(permission);
+        }
+        let _: () = setuser
+            .query_async(&mut self.admin().await)
+            .await
+            .expect("ACL SETUSER");
+        format!("redis://{name}:pa55@127.0.0.1:{}", self.port)
+    }
+
     /// A connection for the test's own commands (CLIENT KILL, FLUSHALL, …).
     pub async fn admin(&self) -> redis::aio::MultiplexedConnection {
         self.admin_as(&self.url()).await
@@ -264,6 +276,23 @@ impl Drop for RedisServer {
                 self.log()
             );
         }
+    }
+}
+
+/// Waits until the process `what` answers on loopback `port` (it may ask for a
+/// password: any answer will do); fails the test with `log()` if it never does.
+/// Readiness polling, not a timing assertion.
+pub(super) fn wait_answering(port: u16, what: &str, log: impl Fn() -> String) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            let mut reply = [0_u8; 1];
+            if stream.write_all(b"PING\r\n").is_ok() && stream.read(&mut reply).is_ok() {
+                return;
+            }
+        }
+        assert!(Instant::now() < give_up, "{what} did not start:\n{}", log());
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -1,0 +1,102 @@
+//! Which server, and which life of it, a command connection reaches: so that a namespace
+//! whose state another server wrote is quarantined before anything is granted in it.
+//!
+//! A failover to a replica that lagged, or a restart from a snapshot or an AOF, brings
+//! back a namespace that lacks its last grants: their holders still believe in them, and
+//! the lock keys that would keep others out are gone. The fencing counter survives, so
+//! the namespace does not look lost. What changed is the server: the namespace's counter
+//! records the identity of the server that last granted in it (`<token>/<identity>`,
+//! see keys.rs), every acquire sends the identity of the server its connection reaches,
+//! and the acquire script quarantines the namespace when the two differ.
+//!
+//! The identity is learned once per connection, in its first round trip (`INFO server
+//! replication`), before any script goes out on it; and a connection never moves to
+//! another server: the driver opens a new one, and
+//! learns again, when a connection breaks (a restart or a failover breaks it) or finds a
+//! replica (READONLY). It is 16 hex digits of the server's `run_id`, new at every start,
+//! followed by 16 of its `master_replid`, new at every promotion of a replica.
+
+use crate::driver::DriverError;
+
+/// Hex digits taken from each of `run_id` and `master_replid`: 64 bits each, so two lives
+/// of servers never share an identity by chance.
+const DIGITS: usize = 16;
+
+/// What the acquire script takes: `/<run id digits><replication id digits>`, or nothing
+/// when detection is off. Built on the stack; copied with every call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Identity {
+    bytes: [u8; 1 + 2 * DIGITS],
+    len: u8,
+}
+
+impl Identity {
+    /// No identity: the scripts neither record nor compare one.
+    pub(super) const OFF: Self = Self {
+        bytes: [0; 1 + 2 * DIGITS],
+        len: 0,
+    };
+
+    /// The identity an `INFO server replication` answer gives, if it has both fields.
+    pub(super) fn parse(info: &str) -> Option<Self> {
+        let field = |name: &str| {
+            info.lines().find_map(|line| {
+                let value = line.strip_prefix(name)?.strip_prefix(':')?.trim_end();
+                (value.len() >= DIGITS && value.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .then(|| value[..DIGITS].to_ascii_lowercase())
+            })
+        };
+        let (run, replication) = (field("run_id")?, field("master_replid")?);
+        let mut bytes = [0; 1 + 2 * DIGITS];
+        bytes[0] = b'/';
+        bytes[1..=DIGITS].copy_from_slice(run.as_bytes());
+        bytes[1 + DIGITS..].copy_from_slice(replication.as_bytes());
+        Some(Self {
+            bytes,
+            len: 1 + 2 * DIGITS as u8,
+        })
+    }
+
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Debug for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+/// The error for a server whose `INFO` lacks `run_id` or `master_replid`.
+pub(super) fn unknown() -> DriverError {
+    DriverError::rejected(
+        "the server's INFO names no run_id or master_replid, which robit reads to detect a \
+         failover or a restart from older data: use Redis 7.0 or later, or turn the \
+         detection off with RedisDriverBuilder::detect_failover(false) (docs/redis.md)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_identity_is_the_run_id_and_the_replication_id_and_needs_both() {
+        let info = "# Server\r\nredis_version:7.0.15\r\nrun_id:0123456789ABCDEF0123456789abcdef01234567\r\n\
+                    \r\n# Replication\r\nrole:master\r\nmaster_replid:fedcba9876543210fedcba9876543210fedcba98\r\n\
+                    master_replid2:0000000000000000000000000000000000000000\r\n";
+        let identity = Identity::parse(info).unwrap();
+        assert_eq!(identity.as_bytes(), b"/0123456789abcdeffedcba9876543210");
+        assert_eq!(Identity::parse("run_id:0123456789abcdef0123\r\n"), None);
+        assert_eq!(
+            Identity::parse("master_replid:0123456789abcdef0123\r\n"),
+            None
+        );
+        assert_eq!(
+            Identity::parse("run_id:short\r\nmaster_replid:0123456789abcdef0123\r\n"),
+            None
+        );
+        assert_eq!(Identity::OFF.as_bytes(), b"");
+    }
+}
