@@ -232,3 +232,33 @@ fn a_fault_s_when_is_held_or_an_error_that_says_so() {
         "{message}"
     );
 }
+
+#[test]
+fn a_restart_from_a_snapshot_needs_one_taken_before_it_and_the_simulated_redis() {
+    let restore = "\n[[faults]]\nat = \"2s\"\nkind = \"backend-restart\"\nfrom_snapshot = true\n";
+    let snapshot = "\n[[faults]]\nat = \"1s\"\nkind = \"backend-snapshot\"\n";
+    let message = error(&format!("{GOOD}{restore}"));
+    assert!(
+        message.starts_with(
+            "s.toml:12:1: fault 1: a restart `from_snapshot` needs a `backend-snapshot` fault \
+             before it"
+        ),
+        "{message}"
+    );
+    let late = snapshot.replace("1s", "3s");
+    let message = error(&format!("{GOOD}{restore}{late}"));
+    assert!(message.contains("needs a `backend-snapshot`"), "{message}");
+    let local = GOOD.replace("duration", "backend = \"local\"\nduration");
+    let message = error(&format!("{local}{snapshot}{restore}"));
+    assert!(
+        message.contains("fault 1: snapshots are the simulated Redis's"),
+        "{message}"
+    );
+    let both = restore.replace("from_snapshot", "lose_state = true\nfrom_snapshot");
+    let message = error(&format!("{GOOD}{snapshot}{both}"));
+    assert!(
+        message.contains("a restart loses its state or restores a snapshot, not both"),
+        "{message}"
+    );
+    Scenario::parse("s.toml", &format!("{GOOD}{snapshot}{restore}")).expect("valid");
+}

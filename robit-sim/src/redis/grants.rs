@@ -6,7 +6,8 @@
 //! `<owner>:<s>:<us>:<ms>` while granted or `W<waiter id>:<s>:<us>:<ms>` while reserved
 //! for a waiter — made at TIME `<s>.<us>`, for `<ms>`, so ending at `<until>` — either
 //! perhaps followed by `:q`, the key then living past `<until>` for the queue,
-//! and the namespace's last fencing token at `{<namespace>}:fence`. A value of another
+//! and the namespace's last fencing token at `{<namespace>}:fence` (then perhaps `q`s, and
+//! `/<server identity>`). A value of another
 //! form is taken as someone's grant until the key expires. A command that writes a lock's
 //! key — for a script, any lock key among its keys — is looked at before and after it
 //! runs:
@@ -245,12 +246,13 @@ fn remaining(exec: &Exec<'_>, expires_at: Option<i64>) -> Duration {
 }
 
 /// The last token of the lock's namespace (0 if it is not a number); `q`s after it mark
-/// a quarantine.
+/// a quarantine, and `/<identity>` after those names the server that issued it.
 fn fence(exec: &mut Exec<'_>, key: &[u8]) -> i64 {
     let now = exec.ms();
     let value = exec.data.get(&fence_key(key), now).ok().flatten();
     value
         .and_then(|value| {
+            let value = value.split(|&b| b == b'/').next().unwrap_or_default();
             let digits = value.len() - value.iter().rev().take_while(|&&b| b == b'q').count();
             parse_integer(&value[..digits])
         })

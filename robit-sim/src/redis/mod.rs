@@ -6,7 +6,8 @@
 //!
 //! - the connection handshake (`CLIENT SETINFO`, and `HELLO 2`, `AUTH`, `SELECT 0`,
 //!   `CLIENT SETNAME` for clients configured to send them), `PING`, `ECHO`, `QUIT`,
-//!   `RESET`;
+//!   `RESET`, and `INFO`'s server and replication sections, with a run id and a
+//!   replication id that are new every time a host starts serving the state;
 //! - `EVAL`, `EVALSHA`, `SCRIPT LOAD | EXISTS | FLUSH | KILL`, with `NOSCRIPT` for a
 //!   script not loaded;
 //! - `SUBSCRIBE`, `UNSUBSCRIBE`, `PUBLISH`, and `PING` in subscribe mode (RESP2 pushes);

@@ -67,6 +67,7 @@ impl SimRedis {
     /// If the address cannot be bound, or the listener fails.
     pub async fn serve_at(self, addr: SocketAddr) -> std::io::Result<()> {
         let listener = TcpListener::bind(addr).await?;
+        self.state.lock().begin_life();
         loop {
             let (stream, peer) = listener.accept().await?;
             let (state, clock) = (self.state.clone(), self.clock.clone());

@@ -115,6 +115,7 @@ impl Session {
             "auth" => auth(&args[1..]),
             "select" => select(&args[1]),
             "client" => self.client(args),
+            "info" => self.state.lock().info(&args[1..]),
             _ => self.state.lock().run(&self.peer, now, &name, args),
         };
         replies.push(reply);

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::commands::{check, dispatch};
+use super::commands::{VERSION, check, dispatch};
 use super::events::{LockEvent, Peer};
 use super::exec::Exec;
 use super::pubsub::Channels;
@@ -51,6 +51,11 @@ pub(crate) struct Inner {
     pub(crate) channels: Channels,
     observer: Option<Observer>,
     connections: u64,
+    /// The dataset as [`RedisState::save`] last saved it.
+    saved: Option<Dataset>,
+    /// How many times a server has started serving this state: each start is a new
+    /// life, with a new run id, as a restarted Redis has.
+    lives: u64,
 }
 
 impl Inner {
@@ -80,6 +85,38 @@ impl Inner {
         reply
     }
 
+    /// A server starts serving this state: a new life, as a restart is.
+    pub(crate) fn begin_life(&mut self) {
+        self.lives += 1;
+    }
+
+    /// `INFO [section …]`: the server and replication sections (the others are empty
+    /// here), with a run id and a replication id that are new in every life.
+    pub(crate) fn info(&self, sections: &[Vec<u8>]) -> Frame {
+        let wants = |section: &str| {
+            sections.is_empty()
+                || sections.iter().any(|asked| {
+                    let asked = asked.to_ascii_lowercase();
+                    asked == section.as_bytes()
+                        || [&b"default"[..], b"all", b"everything"].contains(&asked.as_slice())
+                })
+        };
+        let mut text = String::new();
+        if wants("server") {
+            text.push_str(&format!(
+                "# Server\r\nredis_version:{VERSION}\r\nredis_mode:standalone\r\nrun_id:{}\r\n\r\n",
+                id(self.lives, 0)
+            ));
+        }
+        if wants("replication") {
+            text.push_str(&format!(
+                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:{}\r\n\r\n",
+                id(self.lives, 1)
+            ));
+        }
+        Frame::bulk(text.trim_end())
+    }
+
     /// A number for a new connection, unique in this state's lifetime.
     pub(crate) fn connection_id(&mut self) -> u64 {
         self.connections += 1;
@@ -87,7 +124,31 @@ impl Inner {
     }
 }
 
+/// The 40 hex digits of the run id (`salt` 0) or the replication id (`salt` 1) of a
+/// server's `life`-th life.
+fn id(life: u64, salt: u64) -> String {
+    let mix = |x: u64| {
+        let x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
+    };
+    let first = mix(life.wrapping_mul(2).wrapping_add(salt));
+    format!(
+        "{first:016x}{:016x}{:08x}",
+        mix(first),
+        mix(first ^ salt) >> 32
+    )
+}
+
 impl RedisState {
+    /// The server identity robit's driver learns from `INFO` in the server's `life`-th
+    /// life (the first is 1), as its acquire script records it in a namespace's counter:
+    /// `/`, then 16 hex digits of the run id and 16 of the replication id. For a world
+    /// that starts with a namespace a server has already granted in.
+    pub fn robit_identity(life: u64) -> String {
+        format!("/{}{}", &id(life, 0)[..16], &id(life, 1)[..16])
+    }
+
     /// An empty server state.
     pub fn new() -> Self {
         Self::default()
@@ -104,6 +165,22 @@ impl RedisState {
             Ok(name) => self.lock().run(peer, now, &name, command),
             Err(error) => error,
         }
+    }
+
+    /// Saves the dataset, as `SAVE` writes a snapshot: [`restore`](Self::restore) puts it
+    /// back.
+    pub fn save(&self) {
+        let mut inner = self.lock();
+        inner.saved = Some(inner.data.clone());
+    }
+
+    /// Puts back the last saved dataset (an empty one if none was saved) and forgets the
+    /// loaded scripts, as a restart from a snapshot does: whatever was written since is
+    /// gone. (Connections are the host's: crash the host too.)
+    pub fn restore(&self) {
+        let mut inner = self.lock();
+        inner.data = inner.saved.clone().unwrap_or_default();
+        inner.scripts.clear();
     }
 
     /// Loses every key and every loaded script, as a restart without persistence does.

@@ -34,7 +34,7 @@ struct Entry {
 }
 
 /// All the keys of the one database the simulated Redis has.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Dataset {
     keys: BTreeMap<Vec<u8>, Entry>,
 }

@@ -230,7 +230,23 @@ fn action(
         RawFault::Pause { host, .. } => Action::Pause(hosts.client(&host, false)?),
         RawFault::Crash { host, .. } => Action::Crash(hosts.client(&host, false)?),
         RawFault::BackendCrash { lose_state, .. } => Action::BackendCrash { lose_state },
+        RawFault::BackendRestart {
+            lose_state: true,
+            from_snapshot: true,
+            ..
+        } => {
+            return Err(Invalid::Fault(
+                "a restart loses its state or restores a snapshot, not both: drop `lose_state` \
+                 or `from_snapshot`"
+                    .to_owned(),
+            ));
+        }
+        RawFault::BackendRestart {
+            from_snapshot: true,
+            ..
+        } => Action::BackendRestore,
         RawFault::BackendRestart { lose_state, .. } => Action::BackendRestart { lose_state },
+        RawFault::BackendSnapshot { .. } => Action::BackendSnapshot,
     })
 }
 
@@ -297,7 +313,7 @@ mod tests {
             error("kind = \"meteor\"\n"),
             "f.toml:8:1: fault 1 (meteor): unknown kind \"meteor\": expected one of partition, \
              partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, \
-             backend-restart"
+             backend-restart, backend-snapshot"
         );
     }
 

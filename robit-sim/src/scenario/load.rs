@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::ctx::{Ctx, ms, pair};
 use super::raw::{RawClient, RawScenario};
-use super::{Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
+use super::{Action, Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
 use crate::Promise;
 
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
@@ -102,6 +102,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         .enumerate()
         .map(|(index, fault)| super::fault::fault(&ctx, index + 1, fault, duration, &names))
         .collect::<Result<Vec<_>, _>>()?;
+    snapshots(&ctx, &raw, &faults, backend)?;
     Ok(Scenario {
         file: file.to_path_buf(),
         name: raw.name,
@@ -118,6 +119,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         fencing: raw.storage.fencing.unwrap_or(true),
         quarantine: raw.redis.quarantine.map(|d| d.0),
         command_timeout: raw.redis.command_timeout.map(|d| d.0),
+        detect_failover: raw.redis.detect_failover.unwrap_or(true),
         liveness_bound: raw.liveness.bound.map(|d| d.0),
         settle: raw.liveness.settle.map(|d| d.0),
         clients,
@@ -125,6 +127,36 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         #[cfg(feature = "mutants")]
         script_edits: Vec::new(),
     })
+}
+
+/// A restart from a snapshot needs one taken before it, and the simulated Redis, the
+/// one backend that takes them.
+fn snapshots(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    faults: &[super::Fault],
+    backend: Backend,
+) -> Result<(), ScenarioError> {
+    for (index, fault) in faults.iter().enumerate() {
+        let snapshot = matches!(
+            fault.action,
+            Action::BackendSnapshot | Action::BackendRestore
+        );
+        let problem = if snapshot && backend != Backend::Redis {
+            "snapshots are the simulated Redis's: set `backend = \"redis\"`"
+        } else if matches!(fault.action, Action::BackendRestore)
+            && !faults.iter().any(|earlier| {
+                matches!(earlier.action, Action::BackendSnapshot) && earlier.at < fault.at
+            })
+        {
+            "a restart `from_snapshot` needs a `backend-snapshot` fault before it"
+        } else {
+            continue;
+        };
+        let span = raw.faults.get(index).map(Spanned::span);
+        return Err(ctx.error(span, format!("fault {}: {problem}", index + 1)));
+    }
+    Ok(())
 }
 
 fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, ScenarioError> {

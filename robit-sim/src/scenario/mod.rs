@@ -64,6 +64,8 @@ pub struct Scenario {
     pub(crate) fencing: bool,
     pub(crate) quarantine: Option<Duration>,
     pub(crate) command_timeout: Option<Duration>,
+    /// The Redis driver's failover detection (`[redis] detect_failover`, default on).
+    pub(crate) detect_failover: bool,
     pub(crate) liveness_bound: Option<Duration>,
     pub(crate) settle: Option<Duration>,
     pub(crate) clients: Vec<Client>,
@@ -153,13 +155,26 @@ impl Scenario {
         self.lock.lock_delay.is_some_and(|delay| !delay.is_zero())
     }
 
-    /// Whether the scenario restarts or crashes the backend so that it loses its data.
+    /// Whether the scenario restarts the backend from a snapshot, which only the
+    /// simulated Redis can take.
+    pub fn restores_snapshots(&self) -> bool {
+        self.faults.iter().any(|fault| {
+            matches!(
+                fault.action,
+                Action::BackendSnapshot | Action::BackendRestore
+            )
+        })
+    }
+
+    /// Whether the scenario restarts or crashes the backend so that it loses its data,
+    /// all of it or what it wrote since a snapshot.
     pub fn loses_backend_state(&self) -> bool {
         self.faults.iter().any(|fault| {
             matches!(
                 fault.action,
                 Action::BackendCrash { lose_state: true }
                     | Action::BackendRestart { lose_state: true }
+                    | Action::BackendRestore
             )
         })
     }
@@ -373,13 +388,25 @@ impl Fault {
 #[derive(Debug, Clone)]
 pub(crate) enum Action {
     Partition(Target, Target),
-    PartitionOneway { from: Target, to: Target },
+    PartitionOneway {
+        from: Target,
+        to: Target,
+    },
     Clog(Target, Target),
     Latency(Duration, Duration),
     Loss(f64),
     Drift(Target, f64),
     Pause(Target),
     Crash(Target),
-    BackendCrash { lose_state: bool },
-    BackendRestart { lose_state: bool },
+    BackendCrash {
+        lose_state: bool,
+    },
+    BackendRestart {
+        lose_state: bool,
+    },
+    /// The backend saves its state (a Redis snapshot).
+    BackendSnapshot,
+    /// The backend restarts from its last snapshot: the grants since are gone, and it is
+    /// another life of the server.
+    BackendRestore,
 }

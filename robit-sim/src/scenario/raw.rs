@@ -97,6 +97,8 @@ pub(crate) struct RawRedis {
     pub(crate) quarantine: Option<Dur>,
     #[serde(default)]
     pub(crate) command_timeout: Option<Dur>,
+    #[serde(default)]
+    pub(crate) detect_failover: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -208,7 +210,11 @@ pub(crate) enum RawFault {
         at: Dur,
         #[serde(default)]
         lose_state: bool,
+        #[serde(default)]
+        from_snapshot: bool,
     },
+    /// Instant: the backend saves its state, for a later `from_snapshot` restart.
+    BackendSnapshot { at: Dur },
 }
 
 /// `when = "held"`: a network-wide fault that waits, from `at`, for a holder in the
@@ -246,7 +252,7 @@ impl RawFault {
             | Self::Crash { at, length, .. }
             | Self::BackendCrash { at, length, .. } => (at, *length),
             Self::Pause { at, length, .. } => (at, Some(*length)),
-            Self::BackendRestart { at, .. } => (at, None),
+            Self::BackendRestart { at, .. } | Self::BackendSnapshot { at } => (at, None),
         };
         (at.0, length.map(|length| length.0))
     }

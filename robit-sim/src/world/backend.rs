@@ -21,7 +21,8 @@ use crate::{EventKind, History, Scenario, SimClock};
 
 const DRIVER_PORT: u16 = 7070;
 /// The fencing counter of the Redis driver's default namespace: present from the start,
-/// as on a Redis that has served locks before, so the first lock is not quarantined.
+/// written by the server's first life, as on a Redis that has served locks before, so
+/// the first lock is not quarantined.
 const FENCE_KEY: &[u8] = b"{robit}:fence";
 
 /// The backend's state, kept outside its host so it can survive (or not) a restart.
@@ -55,7 +56,11 @@ impl BackendState {
                 state.execute(
                     &peer,
                     Duration::ZERO,
-                    &[b"SET".to_vec(), FENCE_KEY.to_vec(), b"1".to_vec()],
+                    &[
+                        b"SET".to_vec(),
+                        FENCE_KEY.to_vec(),
+                        format!("1{}", RedisState::robit_identity(1)).into_bytes(),
+                    ],
                 );
                 #[cfg(feature = "mutants")]
                 for (find, replace) in &scenario.script_edits {
@@ -88,6 +93,21 @@ impl BackendState {
                 *served.borrow_mut() = self::served(factory, clock, *seed, *boots);
             }
             Self::Redis(state) => state.wipe(),
+        }
+    }
+
+    /// Saves the simulated Redis's state (scenarios that snapshot are refused for the
+    /// other backends).
+    pub(crate) fn snapshot(&mut self) {
+        if let Self::Redis(state) = self {
+            state.save();
+        }
+    }
+
+    /// Puts back the simulated Redis's last saved state.
+    pub(crate) fn restore(&mut self) {
+        if let Self::Redis(state) = self {
+            state.restore();
         }
     }
 
@@ -128,6 +148,7 @@ impl BackendState {
             Self::Redis(_) => ClientDriver::Redis {
                 quarantine: scenario.quarantine.unwrap_or(ttl * 2),
                 command_timeout: scenario.command_timeout.unwrap_or(timeout),
+                detect_failover: scenario.detect_failover,
             },
         }
     }
@@ -185,6 +206,7 @@ pub(crate) enum ClientDriver {
     Redis {
         quarantine: Duration,
         command_timeout: Duration,
+        detect_failover: bool,
     },
 }
 
@@ -195,6 +217,7 @@ impl ClientDriver {
             Self::Redis {
                 quarantine,
                 command_timeout,
+                detect_failover,
             } => Arc::new(
                 // Strict about first use: a client process that starts after a loss of
                 // state would otherwise take the namespace for a new one (docs/safety.md,
@@ -203,6 +226,7 @@ impl ClientDriver {
                     .quarantine(*quarantine)
                     .first_use(FirstUse::Quarantine)
                     .command_timeout(*command_timeout)
+                    .detect_failover(*detect_failover)
                     .build()?,
             ),
         })

@@ -19,6 +19,10 @@ pub(crate) trait Hosts {
     fn poised_until(&self, host: &str) -> Option<Duration>;
     fn clock(&self, host: &str) -> Option<SimClock>;
     fn lose_backend_state(&mut self);
+    /// Saves the backend's state, as a Redis snapshot does.
+    fn snapshot_backend(&mut self);
+    /// Puts back the backend's last saved state: the grants since are lost.
+    fn restore_backend(&mut self);
     /// The lock's TTL.
     fn ttl(&self) -> Duration;
     /// The drift the lock is configured to tolerate: drift beyond it is a fault.
@@ -143,9 +147,10 @@ pub(crate) fn start(
         Action::PartitionOneway { from, to } => (resolve(from, &on), resolve(to, &on)),
         Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => (resolve(x, &on), Vec::new()),
         Action::Latency(..) | Action::Loss(_) => (all_hosts(hosts), all_hosts(hosts)),
-        Action::BackendCrash { .. } | Action::BackendRestart { .. } => {
-            (vec![BACKEND.to_owned()], Vec::new())
-        }
+        Action::BackendCrash { .. }
+        | Action::BackendRestart { .. }
+        | Action::BackendSnapshot
+        | Action::BackendRestore => (vec![BACKEND.to_owned()], Vec::new()),
     };
     let what = describe(&fault.action, &a, &b);
     let recorded = match &fault.action {
@@ -153,6 +158,8 @@ pub(crate) fn start(
         Action::Drift(_, drift) => drift.abs() > hosts.drift_bound(),
         // A client crash is recorded as the host's own crash, not as a network fault.
         Action::Crash(_) => false,
+        // Saving changes nothing a client can see.
+        Action::BackendSnapshot => false,
         _ => true,
     };
     match &fault.action {
@@ -217,6 +224,13 @@ pub(crate) fn start(
             }
             sim.bounce(BACKEND);
         }
+        Action::BackendSnapshot => hosts.snapshot_backend(),
+        Action::BackendRestore => {
+            sim.crash(BACKEND);
+            hosts.restore_backend();
+            history.record_at(now, BACKEND, EventKind::BackendStateLost);
+            sim.bounce(BACKEND);
+        }
     }
     if recorded {
         history.record_at(
@@ -228,7 +242,10 @@ pub(crate) fn start(
             },
         );
         // A restart is over as soon as it happens: the backend is back at once.
-        if matches!(fault.action, Action::BackendRestart { .. }) {
+        if matches!(
+            fault.action,
+            Action::BackendRestart { .. } | Action::BackendRestore
+        ) {
             history.record_at(
                 now,
                 "world",
@@ -302,7 +319,7 @@ pub(crate) fn end(
             }
         }
         Action::BackendCrash { .. } => sim.bounce(BACKEND),
-        Action::BackendRestart { .. } => {}
+        Action::BackendRestart { .. } | Action::BackendSnapshot | Action::BackendRestore => {}
     }
     if applied.recorded {
         history.record_at(
@@ -340,5 +357,7 @@ fn describe(action: &Action, a: &[String], b: &[String]) -> String {
                 if *lose_state { " losing state" } else { "" }
             )
         }
+        Action::BackendSnapshot => "backend snapshot".to_owned(),
+        Action::BackendRestore => "backend restart from its snapshot".to_owned(),
     }
 }

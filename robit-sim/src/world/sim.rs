@@ -61,6 +61,14 @@ impl Hosts for Handles {
         self.backend.lose(&self.backend_clock);
     }
 
+    fn snapshot_backend(&mut self) {
+        self.backend.snapshot();
+    }
+
+    fn restore_backend(&mut self) {
+        self.backend.restore();
+    }
+
     fn drift_bound(&self) -> f64 {
         self.drift_bound
     }

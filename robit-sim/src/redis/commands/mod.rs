@@ -23,13 +23,15 @@ pub(crate) const VERSION: &str = "7.2.0";
 /// [`VERSION`] as a number, as scripts read it (`redis.REDIS_VERSION_NUM`).
 pub(crate) const VERSION_NUM: u32 = 0x07_02_00;
 
-/// Commands a script may not call (Redis's `noscript` ones, among those known here).
+/// Commands a script may not call (Redis's `noscript` ones, among those known here, and
+/// INFO, which Redis allows but is the session's here).
 const NOT_IN_SCRIPTS: &[&str] = &[
     "auth",
     "client",
     "eval",
     "evalsha",
     "hello",
+    "info",
     "psubscribe",
     "punsubscribe",
     "quit",
@@ -55,6 +57,7 @@ const COMMANDS: &[(&str, i64)] = &[
     ("getdel", 2),
     ("hello", -1),
     ("incr", 2),
+    ("info", -1),
     ("lindex", 3),
     ("llen", 2),
     ("lpop", -2),

@@ -3,6 +3,7 @@
 //! they share: the keys and ids robit would use, and a backend to call.
 
 mod commands;
+mod failover;
 mod grants;
 mod lua;
 mod scripts;
@@ -137,6 +138,26 @@ impl Backend {
         quarantine: &str,
         first: First,
     ) -> Frame {
+        self.acquire_via(now, owner, ttl, waiter, quarantine, first, "")
+    }
+
+    /// A single try by a driver that has seen the namespace, over a connection to the
+    /// server `server` (its identity as the driver sends it: `/<hex>`).
+    fn acquire_on(&self, now: u64, owner: &str, quarantine: &str, server: &str) -> Frame {
+        self.acquire_via(now, owner, "10000", None, quarantine, First::Seen, server)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn acquire_via(
+        &self,
+        now: u64,
+        owner: &str,
+        ttl: &str,
+        waiter: Option<(&str, u64)>,
+        quarantine: &str,
+        first: First,
+        server: &str,
+    ) -> Frame {
         let (id, entry) = waiter.map_or((String::new(), String::new()), |(id, poll)| {
             (id.to_owned(), format!("{id}:{poll}"))
         });
@@ -147,7 +168,7 @@ impl Backend {
             First::WaiterFirstTry => ("1", "0"),
         };
         let args = [
-            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine, lost, queued,
+            owner, ttl, &id, &entry, "4000", CHANNEL, HANDOFF_MS, quarantine, lost, queued, server,
         ];
         self.eval(at(now), RobitScript::Acquire, &keys, &args)
     }

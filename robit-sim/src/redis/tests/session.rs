@@ -190,3 +190,50 @@ fn a_connection_s_own_commands_are_answered_as_redis_server_answers_them() {
     let all: usize = SEQUENCES.iter().map(|sequence| sequence.len()).sum();
     assert_eq!(compared, all, "not every command was compared");
 }
+
+#[test]
+fn info_names_a_new_server_identity_in_every_life_as_robit_identity_predicts() {
+    let state = RedisState::new();
+    let peer = Peer::new("10.0.0.1:40000".parse().unwrap(), None);
+    let info = |state: &RedisState| {
+        let (mut session, _pushes) = Session::new(state.clone(), peer.clone());
+        let mut replies = Vec::new();
+        let command = ["INFO", "server", "replication"].map(|w| w.as_bytes().to_vec());
+        session.handle(at(0), &command, &mut replies);
+        match replies.as_slice() {
+            [Frame::Bulk(text)] => String::from_utf8(text.clone()).unwrap(),
+            other => panic!("INFO answered {other:?}"),
+        }
+    };
+    let identity = |text: &str| {
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(name)?.strip_prefix(':'))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        let (run, replication) = (field("run_id"), field("master_replid"));
+        assert_eq!((run.len(), replication.len()), (40, 40), "{text}");
+        format!("/{}{}", &run[..16], &replication[..16])
+    };
+    state.lock().begin_life();
+    let first = identity(&info(&state));
+    assert_eq!(first, RedisState::robit_identity(1));
+    state.lock().begin_life();
+    let second = identity(&info(&state));
+    assert_eq!(second, RedisState::robit_identity(2));
+    assert_ne!(first, second);
+    // Only the sections asked for.
+    let (mut session, _pushes) = Session::new(state.clone(), peer.clone());
+    let mut replies = Vec::new();
+    session.handle(at(0), &[b"INFO".to_vec(), b"server".to_vec()], &mut replies);
+    let Frame::Bulk(text) = &replies[0] else {
+        panic!("{replies:?}")
+    };
+    let text = String::from_utf8_lossy(text);
+    assert!(
+        text.contains("run_id:") && !text.contains("master_replid"),
+        "{text}"
+    );
+}
