@@ -87,15 +87,14 @@ pub enum RedisConfigError {
 /// The validated settings every operation reads.
 #[derive(Clone)]
 pub(super) struct Settings {
-    /// `{namespace}`: the hash tag all of the namespace's keys start with.
+    pub(super) namespace: String,
+    /// `{namespace}`: the hash tag all of the namespace's keys start with, unless they
+    /// are spread over buckets.
     pub(super) tag: String,
-    /// `{namespace}:lock:`, the start of every lock key.
-    pub(super) lock_prefix: String,
-    /// `{namespace}:queue:`, the start of every queue key.
-    pub(super) queue_prefix: String,
+    /// Cluster mode: the namespace is cut into buckets, each with its own hash tag,
+    /// counter and quarantine (keys.rs).
+    pub(super) spread: bool,
     pub(super) channel: String,
-    pub(super) fence_key: String,
-    pub(super) quarantine_key: String,
     pub(super) command_timeout: Duration,
     pub(super) connect_timeout: Duration,
     pub(super) handoff_window: Duration,
@@ -119,7 +118,8 @@ pub(super) struct ReplicaAcks {
 impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Settings")
-            .field("namespace", &self.tag)
+            .field("namespace", &self.namespace)
+            .field("cluster", &self.spread)
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("handoff_window", &self.handoff_window)
@@ -159,6 +159,7 @@ pub struct RedisDriverBuilder<C: Connector = UrlConnector> {
     first_use: FirstUse,
     detect_failover: bool,
     replica_acks: Option<ReplicaAcks>,
+    spread: bool,
 }
 
 impl<C: Connector> RedisDriverBuilder<C> {
@@ -173,7 +174,36 @@ impl<C: Connector> RedisDriverBuilder<C> {
             first_use: FirstUse::default(),
             detect_failover: true,
             replica_acks: None,
+            spread: false,
         }
+    }
+
+    /// Cluster mode, for a connector over a Redis Cluster client: spreads the namespace
+    /// over 1,024 buckets by lock name, each with its own hash tag, fencing counter and
+    /// quarantine, so that its locks land on every master ([`RedisDriver::cluster`] sets
+    /// it). Without it, all of a namespace's keys share one hash tag, hence one slot and
+    /// one master. Every client of a namespace must agree: the two lay out their keys
+    /// differently (docs/redis.md, "Redis Cluster").
+    ///
+    /// In cluster mode the acquire script reads the identity of the node it runs on
+    /// itself, since the cluster client may redirect a call to another node; and a node
+    /// that lacks a script is sent its text.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use robit::redis::{ClusterConnector, RedisDriver};
+    ///
+    /// let connector = ClusterConnector::with_builder(&["redis://10.0.0.1:7000"], |builder| {
+    ///     builder.username("locker").password("s3cret")
+    /// })?;
+    /// let driver = RedisDriver::with_connector(connector).cluster_mode().build()?;
+    /// # drop(driver);
+    /// # Ok::<(), robit::redis::RedisConfigError>(())
+    /// ```
+    pub fn cluster_mode(mut self) -> Self {
+        self.spread = true;
+        self
     }
 
     /// The prefix of every key and channel. Drivers that should see each other's locks
@@ -293,14 +323,11 @@ impl<C: Connector> RedisDriverBuilder<C> {
                 command_timeout: self.command_timeout,
             });
         }
-        let tag = format!("{{{}}}", self.namespace);
         let settings = Settings {
-            fence_key: format!("{tag}:fence"),
-            quarantine_key: format!("{tag}:quarantine"),
-            lock_prefix: format!("{tag}:lock:"),
-            queue_prefix: format!("{tag}:queue:"),
-            tag,
+            tag: format!("{{{}}}", self.namespace),
             channel: format!("{}:handoff", self.namespace),
+            namespace: self.namespace,
+            spread: self.spread,
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             handoff_window: self.handoff_window,
@@ -328,6 +355,7 @@ impl<C: Connector> fmt::Debug for RedisDriverBuilder<C> {
             .field("first_use", &self.first_use)
             .field("detect_failover", &self.detect_failover)
             .field("replica_acks", &self.replica_acks)
+            .field("cluster", &self.spread)
             .finish_non_exhaustive()
     }
 }

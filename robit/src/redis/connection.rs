@@ -80,7 +80,18 @@ impl<C: Connector> Inner<C> {
     /// loads every script in one more round trip — once the server has answered a short
     /// command, so that a connection the server refuses (no password) is refused with
     /// its own words, before a long command makes it close the connection instead.
+    ///
+    /// In cluster mode nothing is sent: the acquire script asks the node it runs on who
+    /// it is, and a script a node lacks is sent in full there (see
+    /// [`ScriptCall::invoke`]).
     async fn ready(&self, connection: &mut C::Connection) -> Result<Identity, Ready> {
+        if self.settings.spread {
+            return Ok(if self.settings.detect_failover {
+                Identity::ASK
+            } else {
+                Identity::OFF
+            });
+        }
         let identity = if self.settings.detect_failover {
             let info: String = redis::cmd("INFO")
                 .arg("server")
@@ -136,8 +147,14 @@ impl<C: Connector> Inner<C> {
     /// A command got no answer in time. The server may be slow, or the connection may
     /// be dead without either side knowing (a half-open TCP connection never errors):
     /// replace it, whatever the connector, so the next command does not wait on it too.
+    ///
+    /// Not in cluster mode: there the connection is the cluster client's, one per node,
+    /// and a node that stops answering must not take the other masters' locks down with
+    /// it; the client reconnects a broken node by itself (see cluster.rs).
     fn timed_out(&self, generation: u64) -> DriverError {
-        self.replace(generation);
+        if !self.settings.spread {
+            self.replace(generation);
+        }
         DriverError::Timeout(self.settings.command_timeout)
     }
 
@@ -154,8 +171,9 @@ impl<C: Connector> Inner<C> {
         current: Current<C::Connection>,
         call: &ScriptCall,
     ) -> Result<T, DriverError> {
+        let in_full = self.settings.spread;
         self.bounded_on(current, |mut connection| async move {
-            call.invoke(&mut connection).await
+            call.invoke(&mut connection, in_full).await
         })
         .await
     }
@@ -171,10 +189,10 @@ impl<C: Connector> Inner<C> {
         let Some(acks) = self.settings.replica_acks else {
             return Ok((self.run_on(current, call).await?, Ok(())));
         };
-        let generation = current.generation;
+        let (generation, in_full) = (current.generation, self.settings.spread);
         let (answer, acked) = self
             .bounded_on(current, |mut connection| async move {
-                call.invoke_acked(&mut connection, acks.replicas, acks.timeout)
+                call.invoke_acked(&mut connection, in_full, (acks.replicas, acks.timeout))
                     .await
             })
             .await?;
@@ -262,7 +280,7 @@ struct Abandoned<'a, C: Connector> {
 
 impl<C: Connector> Drop for Abandoned<'_, C> {
     fn drop(&mut self) {
-        if !self.settled && self.since.elapsed() >= SUSPECT_AFTER {
+        if !self.settled && !self.driver.settings.spread && self.since.elapsed() >= SUSPECT_AFTER {
             self.driver.replace(self.generation);
         }
     }

@@ -37,6 +37,15 @@ impl Identity {
         len: 0,
     };
 
+    /// "Ask the server": in cluster mode a call may be redirected to another node than
+    /// the one any connection learned, so the acquire script reads the identity of the
+    /// server it runs on itself (`INFO server replication`, from inside the script).
+    pub(super) const ASK: Self = {
+        let mut bytes = [0; 1 + 2 * DIGITS];
+        bytes[0] = b'*';
+        Self { bytes, len: 1 }
+    };
+
     /// The identity an `INFO server replication` answer gives, if it has both fields.
     pub(super) fn parse(info: &str) -> Option<Self> {
         let field = |name: &str| {
@@ -98,5 +107,6 @@ mod tests {
             None
         );
         assert_eq!(Identity::OFF.as_bytes(), b"");
+        assert_eq!(Identity::ASK.as_bytes(), b"*");
     }
 }

@@ -13,9 +13,9 @@ impl<C: Connector> RedisDriver<C> {
     /// See [`Driver::inspect`](crate::Driver::inspect).
     pub(super) async fn inspect_lock(&self, name: &LockName) -> Result<Inspection, DriverError> {
         let settings = &self.inner.settings;
-        let mut call = ScriptCall::new(&INSPECT, 2, 0, settings.call_bytes(name));
-        call.key(settings.lock_key(name))
-            .key(settings.queue_key(name));
+        let keys = settings.keys(name);
+        let mut call = ScriptCall::new(&INSPECT, 2, 0, keys.call_bytes(&settings.channel));
+        call.key(keys.lock()).key(keys.queue());
         let Seen(inspection) = self.inner.run(&call).await?;
         Ok(inspection)
     }
@@ -29,9 +29,10 @@ impl<C: Connector> RedisDriver<C> {
     ) -> Result<bool, DriverError> {
         let settings = &self.inner.settings;
         let owner = hex128(holder.as_u128());
-        let mut call = ScriptCall::new(&RELEASE, 2, 4, settings.call_bytes(name));
-        call.key(settings.lock_key(name))
-            .key(settings.queue_key(name))
+        let keys = settings.keys(name);
+        let mut call = ScriptCall::new(&RELEASE, 2, 4, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
+            .key(keys.queue())
             .arg(&owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)

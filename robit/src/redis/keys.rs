@@ -13,36 +13,134 @@
 //! All keys of a namespace share the hash tag `{<namespace>}`, so every script touches a
 //! single Redis Cluster slot. Lock names are arbitrary bytes; they come after the tag, so
 //! braces in a name do not change the slot.
+//!
+//! In cluster mode ([`RedisDriver::cluster`](super::RedisDriver::cluster)) a namespace
+//! is cut into [`BUCKETS`] buckets instead, each with its own hash tag
+//! `{<namespace>:<bucket>}`, its own fencing counter and its own quarantine key; a lock
+//! name's bucket is a hash of its bytes ([`bucket`]). A namespace's locks
+//! then spread over every master, while each script still touches one slot: a lock's
+//! keys and its bucket's counter share the bucket's tag.
+
+use std::borrow::Cow;
 
 use crate::driver::LockName;
 
 use super::config::Settings;
 use super::scripts::Key;
 
+/// How many buckets a namespace has in cluster mode: enough for an even spread over a
+/// few hundred masters, few enough that a namespace's fencing counters (one per bucket,
+/// kept forever) stay a fixed, small set of keys.
+pub(super) const BUCKETS: u32 = 1024;
+
+/// The bucket of a lock name in cluster mode: 32-bit FNV-1a of its bytes, xor-folded to
+/// ten bits (its top ten bits xor its bottom ten: FNV-1a's own low bits spread names that
+/// differ in their last characters poorly). Fixed forever: every client of a namespace
+/// must compute the same.
+pub(super) fn bucket(name: &[u8]) -> u32 {
+    let hash = fnv1a(name);
+    ((hash >> 22) ^ hash) % BUCKETS
+}
+
+fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for &byte in bytes {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
+/// The keys of one lock name's script calls: its lock and queue, and the fencing counter
+/// and quarantine key that guard it (the namespace's, or in cluster mode its bucket's).
+pub(super) struct NameKeys<'a> {
+    /// `{<namespace>}`, or `{<namespace>:<bucket>}` in cluster mode.
+    tag: Cow<'a, str>,
+    name: &'a [u8],
+}
+
+impl NameKeys<'_> {
+    /// `<tag>:lock:<name>`.
+    pub(super) fn lock(&self) -> Key<'_> {
+        Key::new(self.tag.as_bytes(), b":lock:", self.name)
+    }
+
+    /// `<tag>:queue:<name>`.
+    pub(super) fn queue(&self) -> Key<'_> {
+        Key::new(self.tag.as_bytes(), b":queue:", self.name)
+    }
+
+    /// `<tag>:fence`.
+    pub(super) fn fence(&self) -> Key<'_> {
+        Key::new(self.tag.as_bytes(), b":fence", b"")
+    }
+
+    /// `<tag>:quarantine`.
+    pub(super) fn quarantine(&self) -> Key<'_> {
+        Key::new(self.tag.as_bytes(), b":quarantine", b"")
+    }
+
+    /// Room enough, in bytes, for the keys and arguments of any script call on the name:
+    /// its keys, the channel, and tokens and numbers.
+    pub(super) fn call_bytes(&self, channel: &str) -> usize {
+        4 * self.tag.len() + 2 * self.name.len() + channel.len() + 200
+    }
+}
+
 impl Settings {
-    /// `{<namespace>}:lock:<name>`.
-    pub(super) fn lock_key<'a>(&'a self, name: &'a LockName) -> Key<'a> {
-        Key {
-            prefix: self.lock_prefix.as_bytes(),
-            name: name.as_bytes(),
+    /// The keys of the lock `name`.
+    pub(super) fn keys<'a>(&'a self, name: &'a LockName) -> NameKeys<'a> {
+        let name = name.as_bytes();
+        NameKeys {
+            tag: self.bucket_tag(self.spread.then(|| bucket(name))),
+            name,
         }
     }
 
-    /// `{<namespace>}:queue:<name>`.
-    pub(super) fn queue_key<'a>(&'a self, name: &'a LockName) -> Key<'a> {
-        Key {
-            prefix: self.queue_prefix.as_bytes(),
-            name: name.as_bytes(),
+    /// The keys of bucket `bucket` in cluster mode, for calls that touch no lock (the
+    /// creation of a namespace's counters, a ping); the namespace's own without buckets.
+    pub(super) fn bucket_keys(&self, bucket: u32) -> NameKeys<'_> {
+        NameKeys {
+            tag: self.bucket_tag(self.spread.then_some(bucket)),
+            name: b"",
         }
     }
 
-    /// Room enough, in bytes, for the keys and arguments of any script call on `name`:
-    /// its two keys, the namespace's own keys and channel, and tokens and numbers.
-    pub(super) fn call_bytes(&self, name: &LockName) -> usize {
-        2 * (self.queue_prefix.len() + name.as_bytes().len())
-            + self.fence_key.len()
-            + self.quarantine_key.len()
-            + self.channel.len()
-            + 160
+    fn bucket_tag(&self, bucket: Option<u32>) -> Cow<'_, str> {
+        match bucket {
+            Some(bucket) => Cow::Owned(format!("{{{}:{bucket}}}", self.namespace)),
+            None => Cow::Borrowed(&self.tag),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_of_a_name_is_its_fnv1a_hash_folded_to_ten_bits() {
+        // FNV-1a's published test vectors: "" → 0x811c9dc5, "a" → 0xe40c292c,
+        // "foobar" → 0xbf9cf968.
+        assert_eq!(fnv1a(b""), 0x811c_9dc5);
+        assert_eq!(fnv1a(b"a"), 0xe40c_292c);
+        assert_eq!(fnv1a(b"foobar"), 0xbf9c_f968);
+        assert_eq!(bucket(b"foobar"), (0xbf9c_f968 >> 22 ^ 0xbf9c_f968) & 1023);
+    }
+
+    #[test]
+    fn a_thousand_names_fill_most_buckets() {
+        // 1,000 names thrown into 1,024 buckets at random fill about 632 of them, give or
+        // take 10; FNV-1a's low bits alone fill about 550 for names like these.
+        for pattern in ["job-", "", "user/"] {
+            let used: std::collections::BTreeSet<u32> = (0..1000)
+                .map(|i| bucket(format!("{pattern}{i}").as_bytes()))
+                .collect();
+            assert!(
+                used.len() > 600,
+                "{pattern}: only {} buckets used",
+                used.len()
+            );
+        }
     }
 }

@@ -73,8 +73,9 @@ impl<C: Connector> Lease for RedisLease<C> {
         let settings = &self.inner.settings;
         let span = Span::new(ttl, self.lock_delay);
         let args = if span.text.is_some() { 4 } else { 2 };
-        let mut call = ScriptCall::new(&RENEW, 1, args, settings.call_bytes(&self.name));
-        call.key(settings.lock_key(&self.name))
+        let keys = settings.keys(&self.name);
+        let mut call = ScriptCall::new(&RENEW, 1, args, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
             .arg(&self.owner[..])
             .arg(millis_ceil(ttl));
         if let Some(text) = &span.text {
@@ -97,9 +98,10 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn release(&self) -> Result<(), DriverError> {
         let settings = &self.inner.settings;
-        let mut call = ScriptCall::new(&RELEASE, 2, 4, settings.call_bytes(&self.name));
-        call.key(settings.lock_key(&self.name))
-            .key(settings.queue_key(&self.name))
+        let keys = settings.keys(&self.name);
+        let mut call = ScriptCall::new(&RELEASE, 2, 4, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
+            .key(keys.queue())
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)

@@ -61,6 +61,8 @@
 //! ```
 
 mod answers;
+mod buckets;
+mod cluster;
 mod config;
 mod connection;
 mod connector;
@@ -84,6 +86,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+pub use self::cluster::ClusterConnector;
 pub use self::config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
     DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
@@ -169,6 +172,31 @@ impl RedisDriver<SentinelConnector> {
     }
 }
 
+impl RedisDriver<ClusterConnector> {
+    /// Starts building a driver for the Redis Cluster that `nodes` belong to (any of its
+    /// nodes' URLs, credentials in the URLs), in cluster mode: the namespace is spread
+    /// over buckets by lock name, so its locks land on every master, and locks on
+    /// different masters never wait for each other. For TLS certificates or credentials
+    /// from elsewhere, build a [`ClusterConnector`] and use
+    /// [`with_connector`](RedisDriver::with_connector) and
+    /// [`RedisDriverBuilder::cluster_mode`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use robit::redis::RedisDriver;
+    ///
+    /// let driver = RedisDriver::cluster(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
+    ///     .namespace("billing")
+    ///     .build()?;
+    /// # drop(driver);
+    /// # Ok::<(), robit::redis::RedisConfigError>(())
+    /// ```
+    pub fn cluster(nodes: &[&str]) -> RedisDriverBuilder<ClusterConnector> {
+        RedisDriverBuilder::new(ClusterConnector::new(nodes)).cluster_mode()
+    }
+}
+
 impl<C: Connector> RedisDriver<C> {
     /// Starts building a driver whose connections come from `connector`.
     pub fn with_connector(connector: C) -> RedisDriverBuilder<C> {
@@ -204,7 +232,8 @@ impl<C: Connector> RedisDriver<C> {
     ///
     /// A [`DriverError`] saying what failed.
     pub async fn ping(&self) -> Result<(), DriverError> {
-        let key = self.inner.settings.fence_key.as_str();
+        let keys = self.inner.settings.bucket_keys(0);
+        let key = keys.fence();
         self.inner
             .bounded(|mut connection| async move {
                 redis::cmd("GET")
@@ -271,11 +300,12 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let name = &request.name;
         let span = Span::new(request.ttl, request.lock_delay);
         let args = if span.text.is_some() { 12 } else { 11 };
-        let mut call = ScriptCall::new(&ACQUIRE, 4, args, settings.call_bytes(name));
-        call.key(settings.lock_key(name))
-            .key(settings.queue_key(name))
-            .key(&settings.fence_key)
-            .key(&settings.quarantine_key)
+        let keys = settings.keys(name);
+        let mut call = ScriptCall::new(&ACQUIRE, 4, args, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
+            .key(keys.queue())
+            .key(keys.fence())
+            .key(keys.quarantine())
             .arg(&owner[..])
             .arg(span.key_ms)
             .arg(id)
@@ -304,6 +334,9 @@ impl<C: Connector> Driver for RedisDriver<C> {
             } => {
                 if created {
                     inner.namespace.created();
+                    if settings.spread {
+                        inner.create_buckets().await;
+                    }
                 }
                 let lease = RedisLease::new(
                     inner,
@@ -382,9 +415,10 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let settings = &self.inner.settings;
         let name = &request.name;
         let waiter = WaiterArgs::new(waiter);
-        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, settings.call_bytes(name));
-        call.key(settings.lock_key(name))
-            .key(settings.queue_key(name))
+        let keys = settings.keys(name);
+        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
+            .key(keys.queue())
             .arg(waiter.id())
             .arg(waiter.entry())
             .arg(&settings.channel)

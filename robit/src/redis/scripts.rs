@@ -59,17 +59,45 @@ pub mod sources {
         include_str!("scripts/common.lua"),
         include_str!("scripts/inspect.lua")
     );
+    /// Create: a new namespace's fencing counter in one bucket, in cluster mode.
+    pub const CREATE: &str = include_str!("scripts/create.lua");
 }
 
-pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::ACQUIRE));
-pub(super) static RENEW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RENEW));
-pub(super) static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(sources::RELEASE));
-pub(super) static WITHDRAW: LazyLock<Script> = LazyLock::new(|| Script::new(sources::WITHDRAW));
-pub(super) static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(sources::INSPECT));
+/// A script: its text, and its hash (a `redis::Script`, made on first use).
+pub(super) struct Lua {
+    source: &'static str,
+    script: LazyLock<Script>,
+}
+
+pub(super) static ACQUIRE: Lua = Lua {
+    source: sources::ACQUIRE,
+    script: LazyLock::new(|| Script::new(sources::ACQUIRE)),
+};
+pub(super) static RENEW: Lua = Lua {
+    source: sources::RENEW,
+    script: LazyLock::new(|| Script::new(sources::RENEW)),
+};
+pub(super) static RELEASE: Lua = Lua {
+    source: sources::RELEASE,
+    script: LazyLock::new(|| Script::new(sources::RELEASE)),
+};
+pub(super) static WITHDRAW: Lua = Lua {
+    source: sources::WITHDRAW,
+    script: LazyLock::new(|| Script::new(sources::WITHDRAW)),
+};
+pub(super) static INSPECT: Lua = Lua {
+    source: sources::INSPECT,
+    script: LazyLock::new(|| Script::new(sources::INSPECT)),
+};
+pub(super) static CREATE: Lua = Lua {
+    source: sources::CREATE,
+    script: LazyLock::new(|| Script::new(sources::CREATE)),
+};
 
 /// Adds `SCRIPT LOAD` of every script to `pipe`: a new connection loads them all in one
 /// round trip, so that no call on it meets NOSCRIPT unless the server loses its scripts
-/// (`SCRIPT FLUSH`).
+/// (`SCRIPT FLUSH`). All but create's: it runs in cluster mode only, where scripts are
+/// sent in full to a node that lacks them.
 pub(super) fn load_all(pipe: &mut redis::Pipeline) {
     for source in [
         sources::ACQUIRE,
@@ -85,7 +113,7 @@ pub(super) fn load_all(pipe: &mut redis::Pipeline) {
 /// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
 /// directly in the command's buffer.
 pub(super) struct ScriptCall {
-    script: &'static Script,
+    script: &'static Lua,
     command: Cmd,
     /// Keys still to be written, as announced to [`new`](Self::new).
     keys_left: usize,
@@ -94,8 +122,8 @@ pub(super) struct ScriptCall {
 impl ScriptCall {
     /// A call of `script` with `keys` keys. The command's buffers are sized for `args`
     /// arguments and about `bytes` bytes of keys and arguments: hints, not limits.
-    pub(super) fn new(script: &'static Script, keys: usize, args: usize, bytes: usize) -> Self {
-        let hash = script.get_hash();
+    pub(super) fn new(script: &'static Lua, keys: usize, args: usize, bytes: usize) -> Self {
+        let hash = script.script.get_hash();
         // "EVALSHA", the hash, the number of keys.
         let mut command = Cmd::with_capacity(3 + keys + args, 7 + hash.len() + 4 + bytes);
         command.arg("EVALSHA").arg(hash).arg(keys);
@@ -124,18 +152,38 @@ impl ScriptCall {
     /// Sends the call; on NOSCRIPT, loads the script (SCRIPT LOAD) and sends the same
     /// call once more, and only once, as `redis::ScriptInvocation::invoke_async` does. A
     /// failed load is the call's error.
+    ///
+    /// In cluster mode (`in_full`) the call is sent once more with the script's text
+    /// (`EVAL`) instead: it goes to the node that lacked the script, which keeps it, where
+    /// `SCRIPT LOAD` would go to every master, and fail while any one is down.
     pub(super) async fn invoke<T: FromRedisValue>(
         &self,
         connection: &mut impl ConnectionLike,
+        in_full: bool,
     ) -> RedisResult<T> {
         debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
         match self.command.query_async(connection).await {
             Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
-                self.script.load_async(connection).await?;
+                if in_full {
+                    return self.in_full().query_async(connection).await;
+                }
+                self.script.script.load_async(connection).await?;
                 self.command.query_async(connection).await
             }
             answer => answer,
         }
+    }
+
+    /// The call as `EVAL <script text> …`, with the same keys and arguments.
+    fn in_full(&self) -> Cmd {
+        let mut command = Cmd::new();
+        command.arg("EVAL").arg(self.script.source);
+        for arg in self.command.args_iter().skip(2) {
+            if let redis::Arg::Simple(bytes) = arg {
+                command.arg(bytes);
+            }
+        }
+        command
     }
 }
 
@@ -148,23 +196,31 @@ impl ScriptCall {
     pub(super) async fn invoke_acked<T: FromRedisValue>(
         &self,
         connection: &mut impl ConnectionLike,
-        replicas: u32,
-        timeout: Duration,
+        in_full: bool,
+        (replicas, timeout): (u32, Duration),
     ) -> RedisResult<(T, RedisResult<u32>)> {
         debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
-        let mut pipe = redis::pipe();
-        pipe.add_command(self.command.clone())
-            .cmd("WAIT")
-            .arg(replicas)
-            .arg(millis_ceil(timeout));
-        let mut answers = replies(&mut pipe, connection).await?;
+        let acked = |command: Cmd| {
+            let mut pipe = redis::pipe();
+            pipe.add_command(command)
+                .cmd("WAIT")
+                .arg(replicas)
+                .arg(millis_ceil(timeout));
+            pipe
+        };
+        let mut answers = replies(&mut acked(self.command.clone()), connection).await?;
         let missing = |answers: &[RedisResult<Value>]| {
             matches!(answers.first(), Some(Err(err))
                 if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript))
         };
         if missing(&answers) {
-            self.script.load_async(connection).await?;
-            answers = replies(&mut pipe, connection).await?;
+            let command = if in_full {
+                self.in_full()
+            } else {
+                self.script.script.load_async(connection).await?;
+                self.command.clone()
+            };
+            answers = replies(&mut acked(command), connection).await?;
         }
         let mut answers = answers.into_iter();
         let (Some(answer), Some(acked)) = (answers.next(), answers.next()) else {
@@ -192,12 +248,19 @@ pub(super) async fn replies(
     Ok(values.into_iter().map(Value::extract_error).collect())
 }
 
-/// A key made of a prefix and a lock name, written into the command as one argument
-/// with no allocation.
+/// A key made of a hash tag, a kind and a lock name (empty for a namespace's own keys),
+/// written into the command as one argument with no allocation.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Key<'a> {
-    pub(super) prefix: &'a [u8],
-    pub(super) name: &'a [u8],
+    parts: [&'a [u8]; 3],
+}
+
+impl<'a> Key<'a> {
+    pub(super) fn new(tag: &'a [u8], kind: &'static [u8], name: &'a [u8]) -> Self {
+        Self {
+            parts: [tag, kind, name],
+        }
+    }
 }
 
 /// Up to this length, a [`Key`] is joined on the stack and written in one piece: cheaper
@@ -210,18 +273,22 @@ impl ToRedisArgs for Key<'_> {
     where
         W: ?Sized + RedisWrite,
     {
-        let len = self.prefix.len() + self.name.len();
+        let len: usize = self.parts.iter().map(|part| part.len()).sum();
         if len <= JOIN_ON_STACK {
             let mut joined = [0; JOIN_ON_STACK];
-            joined[..self.prefix.len()].copy_from_slice(self.prefix);
-            joined[self.prefix.len()..len].copy_from_slice(self.name);
+            let mut at = 0;
+            for part in self.parts {
+                joined[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
+            }
             out.write_arg(&joined[..len]);
         } else {
             let mut arg = out.writer_for_next_arg();
             // Writing into a command (or redis-rs's other argument buffers) cannot fail,
             // and `write_redis_args` could not report it if it did.
-            let _ = arg.write_all(self.prefix);
-            let _ = arg.write_all(self.name);
+            for part in self.parts {
+                let _ = arg.write_all(part);
+            }
         }
     }
 }
@@ -290,17 +357,17 @@ mod tests {
         let long = vec![b'x'; 3 * JOIN_ON_STACK];
         for (first, second) in [
             (&b""[..], &b""[..]),
-            (b"{ns}:lock:", b"name"),
-            (&long[..JOIN_ON_STACK - 1], b"y"),
-            (&long[..JOIN_ON_STACK], b""),
-            (&long[..JOIN_ON_STACK], b"y"),
+            (b"{ns}", b"name"),
+            (&long[..JOIN_ON_STACK - 7], b"y"),
+            (&long[..JOIN_ON_STACK - 6], b""),
+            (&long[..JOIN_ON_STACK - 6], b"y"),
             (&long[..], &long[..]),
         ] {
-            let key = Key {
-                prefix: first,
-                name: second,
-            };
-            assert_eq!(key.to_redis_args(), vec![[first, second].concat()]);
+            let key = Key::new(first, b":lock:", second);
+            assert_eq!(
+                key.to_redis_args(),
+                vec![[first, &b":lock:"[..], second].concat()]
+            );
         }
     }
 }

@@ -17,14 +17,25 @@
 --       queue entry ('<id>:<poll ms>'), queue_ttl_ms, channel, handoff_ms, quarantine_ms,
 --       lost ('1': a missing counter means lost state; '0': a new namespace), queued
 --       ('1': an earlier attempt of this waiter may have queued it), the identity of
---       the server the caller's connection reaches ('/<hex digits>'; '' with failover
---       detection off), and, with a lock-delay only, the grant's span
+--       the server the caller's connection reaches ('/<hex digits>'; '*' in cluster
+--       mode, where the script reads it here, from INFO, as a call may be redirected;
+--       '' with failover detection off), and, with a lock-delay only, the grant's span
 --       ('<ttl ms>+<delay ms>'; else key_ms is the TTL)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted;
 -- {2, ms, 1} when the quarantine is there because the namespace was written on another
 -- server, or another life of this one).
+local server = ARGV[11]
+if server == '*' then
+  local info = redis.call('INFO', 'server', 'replication')
+  local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
+  if not run or not replication then
+    return redis.error_reply('ERR robit: INFO names no run_id or master_replid; use Redis 7.0 '
+      .. 'or later, or turn failover detection off')
+  end
+  server = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+end
 local t = redis.call('TIME')
 -- Unix µs, the clock's candidate for the token, and the grant as the key will hold it
 -- (see common.lua). Should the token turn out larger than the clock, the grant is
@@ -36,7 +47,6 @@ local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- The grant stands here when the last token is below the clock's and was issued by this
 -- same server (its identity follows the token).
 local last
-local server = ARGV[11]
 if not old then
   last = redis.call('SET', KEYS[3], micros .. server, 'GET')
   if last and ARGV[10] ~= '1' then

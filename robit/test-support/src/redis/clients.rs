@@ -23,6 +23,7 @@ pub struct FaultClients<C: Connector> {
     /// Who believed they held the lock, when.
     pub beliefs: Beliefs,
     losses: Losses,
+    ttl: Duration,
 }
 
 impl<C: Connector> std::fmt::Debug for FaultClients<C> {
@@ -39,6 +40,7 @@ impl<C: Connector> Clone for FaultClients<C> {
             make: Arc::clone(&self.make),
             beliefs: self.beliefs.clone(),
             losses: Arc::clone(&self.losses),
+            ttl: self.ttl,
         }
     }
 }
@@ -50,13 +52,22 @@ impl<C: Connector> FaultClients<C> {
             make: Arc::new(make),
             beliefs: Beliefs::default(),
             losses: Arc::default(),
+            ttl: FAULT_TTL,
         }
+    }
+
+    /// The same clients with locks of `ttl` rather than [`FAULT_TTL`]: a holder whose
+    /// validity outlasts a slow fault (a failover that takes seconds).
+    #[must_use]
+    pub fn with_ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl;
+        self
     }
 
     fn mutex(&self, who: &'static str) -> Mutex {
         let (beliefs, losses) = (self.beliefs.clone(), Arc::clone(&self.losses));
         Mutex::builder("failover", (self.make)())
-            .ttl(FAULT_TTL)
+            .ttl(self.ttl)
             .on_lost(move |event| {
                 let at = beliefs.end(who);
                 losses.lock().unwrap().push((who, at, event.reason));

@@ -1,10 +1,12 @@
 //! Testing against a real Redis: a server of the test's own, a primary with a replica
-//! whose link can freeze, sentinels watching them, clients that record their beliefs
+//! whose link can freeze, sentinels watching them, a Redis Cluster of masters and
+//! replicas that can fail over and move slots, clients that record their beliefs
 //! under a fault, a connector that follows the primary, a proxy that freezes a
 //! link, a connection that counts round trips, and the helpers the Redis driver's test
 //! files share — a driver for a server, a request for a name, their TTL and time limit.
 
 mod clients;
+mod cluster;
 mod counting;
 mod following;
 mod proxy;
@@ -18,6 +20,7 @@ use robit::redis::RedisDriver;
 use robit::{AcquireRequest, LockName, OwnerToken};
 
 pub use clients::{FAULT_TTL, FaultClients};
+pub use cluster::RedisCluster;
 pub use counting::{Counted, CountingConnector};
 pub use following::FollowingConnector;
 pub use proxy::FreezingProxy;

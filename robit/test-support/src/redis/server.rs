@@ -36,8 +36,16 @@ impl RedisServer {
     /// port of its own (by default it would be the client port plus 10000, which may be
     /// past the last port).
     pub fn start_cluster_node() -> Self {
+        Self::start_cluster_node_with(&[])
+    }
+
+    /// A node as [`start_cluster_node`](Self::start_cluster_node) starts it, with extra
+    /// command-line arguments (`--cluster-node-timeout 1000`, …).
+    pub fn start_cluster_node_with(args: &[&str]) -> Self {
         let bus = free_port().to_string();
-        Self::start_with(&["--cluster-enabled", "yes", "--cluster-port", &bus])
+        let mut all = vec!["--cluster-enabled", "yes", "--cluster-port", &bus];
+        all.extend_from_slice(args);
+        Self::start_with(&all)
     }
 
     /// The cluster bus port of a node from [`start_cluster_node`](Self::start_cluster_node),
@@ -153,6 +161,12 @@ impl RedisServer {
     /// Its `redis://` URL.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Whether its process runs: started, and not stopped (or killed) since. A paused
+    /// server runs.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
     }
 
     /// Its process id.

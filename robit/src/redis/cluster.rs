@@ -1,0 +1,162 @@
+//! Connecting to a Redis Cluster: redis-rs's cluster client, which routes each script call
+//! to the master serving its keys' slot and follows the cluster's redirections.
+
+use async_trait::async_trait;
+use redis::RedisResult;
+use redis::aio::PubSub;
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+
+use super::RedisConfigError;
+use super::connector::{Connector, redact};
+
+/// Connects to a Redis Cluster through any of its nodes: commands go to the master that
+/// serves their slot, and follow the cluster as slots move and replicas take over.
+///
+/// Built by [`RedisDriver::cluster`](super::RedisDriver::cluster), which also spreads the
+/// namespace over the cluster's masters (docs/redis.md, "Redis Cluster"). The node URLs
+/// carry the ACL username and password (`redis://user:pass@host:7000`); `rediss://`
+/// needs the crate's `tls` feature. Neither `Debug` nor [`describe`](Connector::describe)
+/// shows a password.
+///
+/// Hand-off notifications are published with `PUBLISH`, which a cluster delivers to the
+/// subscribers of every node: the driver subscribes on the first node that accepts it.
+///
+/// # Example
+///
+/// ```
+/// use robit::redis::{ClusterConnector, Connector};
+///
+/// let connector = ClusterConnector::new(&["redis://app:s3cret@10.0.0.1:7000", "redis://10.0.0.2:7000"])?;
+/// assert!(!connector.describe().contains("s3cret"));
+/// # Ok::<(), robit::redis::RedisConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct ClusterConnector {
+    client: ClusterClient,
+    /// The seed nodes, each as a client of its own, for the subscription.
+    nodes: Vec<redis::Client>,
+    described: String,
+}
+
+impl ClusterConnector {
+    /// The cluster that `nodes` (any of its nodes: one is enough, more survive one being
+    /// down) belong to. Nothing connects until the driver's first operation.
+    ///
+    /// # Errors
+    ///
+    /// [`RedisConfigError::InvalidUrl`] if a URL cannot be parsed, or none is given.
+    pub fn new(nodes: &[&str]) -> Result<Self, RedisConfigError> {
+        Self::with_builder(nodes, |builder| builder)
+    }
+
+    /// As [`new`](Self::new), with the cluster client's builder adjusted by `adjust`:
+    /// TLS certificates, credentials from elsewhere than the URLs, and the like. Leave
+    /// its timeouts alone: the driver bounds every command with its own. (The builder it
+    /// is given has TCP settings of the driver's already: on Linux, a connection whose
+    /// data goes unacknowledged for 10 s is closed, and the node reconnected.)
+    ///
+    /// # Errors
+    ///
+    /// [`RedisConfigError::InvalidUrl`] if a URL cannot be parsed, or none is given.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use robit::redis::ClusterConnector;
+    ///
+    /// let connector = ClusterConnector::with_builder(&["redis://10.0.0.1:7000"], |builder| {
+    ///     builder.username("locker").password("s3cret")
+    /// })?;
+    /// assert!(!format!("{connector:?}").contains("s3cret"));
+    /// # Ok::<(), robit::redis::RedisConfigError>(())
+    /// ```
+    pub fn with_builder(
+        nodes: &[&str],
+        adjust: impl FnOnce(ClusterClientBuilder) -> ClusterClientBuilder,
+    ) -> Result<Self, RedisConfigError> {
+        let redacted: Vec<String> = nodes.iter().map(|url| redact(url)).collect();
+        let invalid = |source| RedisConfigError::InvalidUrl {
+            url: redacted.join(", "),
+            source,
+        };
+        if nodes.is_empty() {
+            return Err(invalid(redis::RedisError::from((
+                redis::ErrorKind::InvalidClientConfig,
+                "no cluster node given",
+            ))));
+        }
+        let client = adjust(ClusterClient::builder(nodes.to_vec()).tcp_settings(tcp_settings()))
+            .build()
+            .map_err(invalid)?;
+        let nodes = nodes
+            .iter()
+            .map(|url| redis::Client::open(*url))
+            .collect::<RedisResult<Vec<_>>>()
+            .map_err(invalid)?;
+        Ok(Self {
+            client,
+            nodes,
+            described: format!("the cluster of {}", redacted.join(", ")),
+        })
+    }
+}
+
+/// The TCP settings of the cluster client's connections. A connection to one node that
+/// stops answering does not retire the whole cluster connection, as it would one node's
+/// (the other masters' locks go on over it: see `connection.rs`); so on Linux a
+/// connection whose sent data goes unacknowledged for [`UNACKNOWLEDGED`] — the node's
+/// host gone, a half-open connection — is closed by the kernel, and the client opens a
+/// new one to that node. A stopped server process is not a dead connection: its kernel
+/// still acknowledges.
+fn tcp_settings() -> redis::io::tcp::TcpSettings {
+    let settings = redis::io::tcp::TcpSettings::default();
+    #[cfg(target_os = "linux")]
+    let settings = settings.set_user_timeout(UNACKNOWLEDGED);
+    settings
+}
+
+/// How long data sent to a node may go unacknowledged before its connection is closed:
+/// several default command timeouts, so that a slow network is not taken for a dead one.
+#[cfg(target_os = "linux")]
+const UNACKNOWLEDGED: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl std::fmt::Debug for ClusterConnector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ClusterConnector")
+            .field(&self.described)
+            .finish()
+    }
+}
+
+#[async_trait]
+impl Connector for ClusterConnector {
+    type Connection = ClusterConnection;
+
+    async fn connect(&self) -> RedisResult<ClusterConnection> {
+        self.client.get_async_connection().await
+    }
+
+    /// A subscription on the first seed node that accepts one: a cluster delivers every
+    /// `PUBLISH` to the subscribers of all its nodes.
+    async fn subscriber(&self) -> RedisResult<PubSub> {
+        let mut failure = None;
+        for node in &self.nodes {
+            match node.get_async_pubsub().await {
+                Ok(subscriber) => return Ok(subscriber),
+                Err(err) => failure = Some(err),
+            }
+        }
+        Err(failure.unwrap_or_else(|| {
+            (
+                redis::ErrorKind::InvalidClientConfig,
+                "no cluster node given",
+            )
+                .into()
+        }))
+    }
+
+    fn describe(&self) -> String {
+        self.described.clone()
+    }
+}

@@ -1,0 +1,275 @@
+//! The driver in cluster mode against a real Redis Cluster started by the test: three
+//! masters, and three masters with a replica each, on loopback ports in temp dirs.
+//!
+//! A namespace's lock names spread over every master; a master that stops answering
+//! holds up only its own locks; a lock held through a `CLUSTER FAILOVER`, through its
+//! master's death while the replica lagged, and through the migration of its slot: one
+//! client holds the lock when the fault strikes, two others contend for it from then on,
+//! and every belief interval is recorded and checked for overlap.
+//!
+//! The clients' quarantine is 5 s (at least their TTL, 2 s, as it must be) rather than
+//! the default 30 s, to keep the run short. Real time throughout.
+#![cfg(feature = "redis")]
+#![allow(clippy::print_stderr)]
+
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use common::{granted, within};
+use robit::redis::{ClusterConnector, RedisDriver};
+use robit::{Acquire, Driver, Mutex};
+use support::{FAULT_TTL, FaultClients, LONG, RedisCluster, request};
+use tokio::time::Instant;
+
+/// The clients' quarantine: their TTL (2 s) and some.
+const QUARANTINE: Duration = Duration::from_secs(5);
+
+/// A cluster-mode driver for `cluster`, with the failover detection as given.
+fn cluster_driver(cluster: &RedisCluster, detect: bool) -> RedisDriver<ClusterConnector> {
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    RedisDriver::cluster(&urls)
+        .quarantine(QUARANTINE)
+        .command_timeout(Duration::from_millis(500))
+        .detect_failover(detect)
+        .build()
+        .expect("the driver builds")
+}
+
+/// The clients of a fault test, each with a cluster-mode driver of its own.
+fn clients(cluster: &RedisCluster, detect: bool) -> FaultClients<ClusterConnector> {
+    let urls = cluster.urls();
+    FaultClients::new(move || {
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        RedisDriver::cluster(&urls)
+            .quarantine(QUARANTINE)
+            .detect_failover(detect)
+            .build()
+            .expect("the driver builds")
+    })
+}
+
+/// The master whose keys include the lock `name`'s, found by taking the lock once.
+async fn master_of(cluster: &RedisCluster, name: &str, detect: bool) -> u16 {
+    let driver = cluster_driver(cluster, detect);
+    let lease = granted(&driver, &request(name, u128::MAX)).await;
+    let mut found = None;
+    for port in cluster.master_ports().await {
+        if !cluster
+            .keys_on(port, &format!("*:lock:{name}"))
+            .await
+            .is_empty()
+        {
+            found = Some(port);
+        }
+    }
+    lease.release().await.expect("the probe's release");
+    found.unwrap_or_else(|| panic!("no master holds the lock {name:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_lock_names_of_one_namespace_land_on_every_master_of_a_three_master_cluster() {
+    let cluster = RedisCluster::start(3, 0).await;
+    let driver = cluster_driver(&cluster, true);
+    let mut leases = Vec::new();
+    for i in 0..1000 {
+        leases.push(granted(&driver, &request(&format!("job-{i}"), 1)).await);
+    }
+    let tokens: BTreeSet<_> = leases.iter().map(|lease| lease.fence()).collect();
+    assert_eq!(tokens.len(), 1000, "two grants shared a fencing token");
+
+    let masters = cluster.master_ports().await;
+    assert_eq!(masters.len(), 3);
+    let (mut locks, mut counters) = (0, 0);
+    for port in masters {
+        let here = cluster.keys_on(port, "{robit:*}:lock:*").await.len();
+        let fences = cluster.keys_on(port, "{robit:*}:fence").await.len();
+        eprintln!("master on port {port}: {here} of the 1000 locks, {fences} bucket counters");
+        assert!(
+            here >= 200,
+            "a master holds {here} of 1000 locks, under 20 %"
+        );
+        locks += here;
+        counters += fences;
+    }
+    assert_eq!(locks, 1000);
+    // The grant that created the namespace created every bucket's counter.
+    assert_eq!(counters, 1024);
+    for lease in leases {
+        lease.release().await.expect("a release");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_master_holds_up_only_the_locks_it_serves() {
+    let cluster = RedisCluster::start(3, 0).await;
+    let driver = cluster_driver(&cluster, true);
+    let stopped = master_of(&cluster, "stuck", true).await;
+    let mut elsewhere = None;
+    for i in 0.. {
+        let name = format!("free-{i}");
+        if master_of(&cluster, &name, true).await != stopped {
+            elsewhere = Some(name);
+            break;
+        }
+    }
+    let elsewhere = elsewhere.expect("a name on another master");
+    // The driver's cluster connection is open before the master stops.
+    let warm = granted(&driver, &request(&elsewhere, 1)).await;
+    warm.release().await.expect("a release");
+    cluster.node(stopped).pause();
+    // A call to the stopped master waits on it, and times out ...
+    let driver_for_stuck = driver.clone();
+    let mut stuck =
+        tokio::spawn(async move { driver_for_stuck.acquire(&request("stuck", 1)).await });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // ... while locks on another master are granted meanwhile, and after it timed out.
+    for (owner, what) in [(2, "a grant beside a stuck call"), (3, "a grant after it")] {
+        let answer = within(
+            Duration::from_millis(400),
+            what,
+            driver.acquire(&request(&elsewhere, owner)),
+        )
+        .await;
+        let Ok(Acquire::Granted(lease)) = answer else {
+            panic!("{what}: {answer:?}");
+        };
+        lease.release().await.expect("a release");
+        if owner == 2 {
+            let stuck = within(LONG, "the stuck call's timeout", &mut stuck)
+                .await
+                .expect("the task");
+            assert!(stuck.is_err(), "a stopped master answered: {stuck:?}");
+        }
+    }
+    cluster.node(stopped).resume();
+}
+
+/// `a`, holding the lock when the fault struck, renews it for three TTLs on whichever
+/// master now serves it, then lets go; `b` and `c` contend from the fault on, until
+/// after the quarantine that the first acquire to find the lock free starts.
+async fn hold_through_then_let_go(clients: &FaultClients<ClusterConnector>, a: robit::Guard) {
+    let contenders = {
+        let clients = clients.clone();
+        tokio::spawn(async move {
+            clients
+                .contend(FAULT_TTL * 3 + QUARANTINE + Duration::from_secs(3))
+                .await;
+        })
+    };
+    tokio::time::sleep(FAULT_TTL * 3).await;
+    assert!(a.is_held(), "a lost its lease: {:?}", a.loss());
+    clients.beliefs.end("a");
+    a.unlock().await.expect("a's release");
+    contenders.await.expect("the contenders");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_through_a_cluster_failover_keeps_its_lease_and_nobody_else_holds_it() {
+    let cluster = RedisCluster::start(3, 1).await;
+    let clients = clients(&cluster, true);
+    clients.warm_up().await;
+    let master = master_of(&cluster, "failover", true).await;
+    let a = clients.holder("a").await;
+    cluster.fail_over(master).await;
+    let fault = Instant::now();
+    hold_through_then_let_go(&clients, a).await;
+    clients.assert_safe_and_live("CLUSTER FAILOVER", fault);
+    assert_eq!(
+        clients.loss_of("a"),
+        None,
+        "a replica in sync kept a's grant"
+    );
+}
+
+/// The TTL of the lock a master dies under: its holder's validity outlasts the replica's
+/// promotion (about 2.5 s), so that only the detection can keep the lock from two
+/// holders. The quarantine is at least the TTL.
+const LONG_TTL: Duration = Duration::from_secs(8);
+
+/// `a` locks while the replica of the lock's master is stopped and cut off from it (the
+/// master closed the replication link), so that its grant never reaches the replica; the
+/// master is then killed and the replica, resumed, promoted.
+async fn lagging_master_death(detect: bool) -> (FaultClients<ClusterConnector>, Instant) {
+    let mut cluster = RedisCluster::start(3, 1).await;
+    let clients = clients(&cluster, detect).with_ttl(LONG_TTL);
+    clients.warm_up().await;
+    let master = master_of(&cluster, "failover", detect).await;
+    let replica = cluster.replicas_of(master).await[0];
+    cluster.node(replica).pause();
+    // What the replica's kernel has received it reads when resumed: close the link
+    // before the grant, so that nothing of the grant is on its way.
+    let _: () = redis::cmd("CLIENT")
+        .arg("KILL")
+        .arg("TYPE")
+        .arg("replica")
+        .query_async(&mut cluster.node(master).admin().await)
+        .await
+        .expect("the master closes its replica's link");
+    let _a = clients.holder("a").await;
+    let fault = Instant::now();
+    cluster.kill_master_resuming(master, Some(replica)).await;
+    clients.contend(LONG_TTL + Duration::from_secs(3)).await;
+    (clients, fault)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_master_dying_while_its_replica_lags_never_gives_two_holders() {
+    let (clients, fault) = lagging_master_death(true).await;
+    clients.assert_safe_and_live("killed master, lagging replica", fault);
+    // Its renewals found the grant gone on the new master, or could not reach any
+    // master before its validity deadline, whichever came first.
+    assert!(
+        clients.loss_of("a").is_some(),
+        "a was never told of its loss"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_failover_detection_a_master_dying_while_its_replica_lags_gives_two_holders() {
+    let (clients, _) = lagging_master_death(false).await;
+    clients.assert_two_holders("killed master, lagging replica, detection off");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_while_its_slot_migrates_keeps_its_lease_and_its_tokens_keep_rising() {
+    let cluster = RedisCluster::start(3, 0).await;
+    let clients = clients(&cluster, true);
+    clients.warm_up().await;
+    let master = master_of(&cluster, "failover", true).await;
+    let before = Mutex::builder("failover", cluster_driver(&cluster, true))
+        .build()
+        .expect("the mutex builds");
+    let first = before.lock().await.expect("the first grant");
+    let first_token = first.fence();
+    first.unlock().await.expect("its release");
+
+    let a = clients.holder("a").await;
+    let token_of_a = a.fence();
+    assert!(token_of_a > first_token);
+    let key = cluster.keys_on(master, "*:lock:failover").await;
+    let slot = cluster.slot_of(&key[0]).await;
+    let target = cluster
+        .master_ports()
+        .await
+        .into_iter()
+        .find(|&port| port != master)
+        .expect("another master");
+    cluster.migrate_slot(slot, target).await;
+    let fault = Instant::now();
+    hold_through_then_let_go(&clients, a).await;
+    clients.assert_safe_and_live("slot migration", fault);
+    assert_eq!(clients.loss_of("a"), None, "the migration kept a's grant");
+    assert_eq!(cluster.port_of_slot(slot).await, target);
+
+    let after = before.lock().await.expect("a grant after the migration");
+    assert!(
+        after.fence() > token_of_a,
+        "token {:?} after the migration, {token_of_a:?} before",
+        after.fence()
+    );
+    after.unlock().await.expect("its release");
+}
