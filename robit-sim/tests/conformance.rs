@@ -71,6 +71,26 @@ async fn robit_s_redis_driver_keeps_the_contract_against_a_real_server() {
     assert!(report.passed(), "{report}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robit_s_redis_driver_keeps_the_contract_against_a_real_cluster_in_cluster_mode() {
+    let cluster = support::RedisCluster::start(3, 0).await;
+    let urls = cluster.urls();
+    let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let options =
+        ContractOptions::new(Duration::from_millis(400)).slack(Duration::from_millis(100));
+    let report = check_contract(
+        || {
+            RedisDriver::cluster(&urls)
+                .quarantine(Duration::ZERO)
+                .build()
+                .expect("the driver builds")
+        },
+        &options,
+    )
+    .await;
+    assert!(report.passed(), "{report}");
+}
+
 #[test]
 fn robit_s_local_driver_passes_the_simulation() {
     let options = SimulationOptions::new(scenarios()).seeds(1).model_cases(8);

@@ -15,9 +15,9 @@ use super::connector::{Connector, redact};
 ///
 /// Built by [`RedisDriver::cluster`](super::RedisDriver::cluster), which also spreads the
 /// namespace over the cluster's masters (docs/redis.md, "Redis Cluster"). The node URLs
-/// carry the ACL username and password (`redis://user:pass@host:7000`); `rediss://`
-/// needs the crate's `tls` feature. Neither `Debug` nor [`describe`](Connector::describe)
-/// shows a password.
+/// carry the ACL username and password (`redis://user:pass@host:7000`, the same in each);
+/// `rediss://` needs the crate's `tls` feature. Neither `Debug` nor
+/// [`describe`](Connector::describe) shows a password.
 ///
 /// Hand-off notifications are published with `PUBLISH`, which a cluster delivers to the
 /// subscribers of every node: the driver subscribes on the first node that accepts it.
@@ -27,7 +27,10 @@ use super::connector::{Connector, redact};
 /// ```
 /// use robit::redis::{ClusterConnector, Connector};
 ///
-/// let connector = ClusterConnector::new(&["redis://app:s3cret@10.0.0.1:7000", "redis://10.0.0.2:7000"])?;
+/// let connector = ClusterConnector::new(&[
+///     "redis://app:s3cret@10.0.0.1:7000",
+///     "redis://app:s3cret@10.0.0.2:7000",
+/// ])?;
 /// assert!(!connector.describe().contains("s3cret"));
 /// # Ok::<(), robit::redis::RedisConfigError>(())
 /// ```

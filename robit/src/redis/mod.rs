@@ -41,6 +41,13 @@
 //! renewal can also be made to wait for replicas
 //! ([`RedisDriverBuilder::replica_acks`]). docs/redis.md has the measurements.
 //!
+//! # Sentinel and Redis Cluster
+//!
+//! [`RedisDriver::sentinel`] follows the primary a set of sentinels name.
+//! [`RedisDriver::cluster`] talks to a Redis Cluster in cluster mode: a namespace is cut
+//! into 1,024 buckets by lock name, each with its own fencing counter and quarantine, so
+//! that its locks spread over every master (docs/redis.md, "Redis Cluster").
+//!
 //! # Example
 //!
 //! ```no_run
