@@ -1,7 +1,7 @@
 //! The driver through Redis Sentinel (`RedisDriver::sentinel`), against a real primary,
 //! replica and three sentinels started by the test: it follows a sentinel-driven
-//! failover, and — the replica lagging, the holder's grant lost with the old primary —
-//! never gives the lock to two holders.
+//! failover (`SENTINEL FAILOVER`, and the primary killed), and — the replica lagging, the
+//! holder's grant lost with the old primary — never gives the lock to two holders.
 #![cfg(feature = "redis")]
 
 use robit_test_support::redis as support;
@@ -69,6 +69,42 @@ async fn a_sentinel_failover_to_a_lagging_replica_is_followed_without_two_holder
         .unwrap();
     let identity = format!("/{}{}", field("run_id"), field("master_replid"));
     assert!(counter.ends_with(&identity), "{counter} {identity}");
+}
+
+/// The TTL of the lock the primary dies under: its holder's validity outlasts the
+/// sentinels' failover (down after 1 s, then the election), so that only the detection
+/// can keep the lock from two holders.
+const LONG_TTL: Duration = Duration::from_secs(8);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_primary_whose_replica_lagged_is_followed_without_two_holders() {
+    let mut sentinels = Sentinels::start().await;
+    let urls = sentinels.urls();
+    // A quarantine of the TTL and some, rather than the default 30 s, to keep the run short.
+    let clients = FaultClients::new(move || {
+        let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
+        RedisDriver::sentinel(MASTER_NAME, &urls)
+            .quarantine(LONG_TTL + Duration::from_secs(2))
+            .build()
+            .unwrap()
+    })
+    .with_ttl(LONG_TTL);
+    clients.warm_up().await;
+    sentinels.pair.wait_in_sync().await;
+    sentinels.pair.freeze_replication();
+    let _a = clients.holder("a").await;
+    let fault = Instant::now();
+    tokio::task::block_in_place(|| sentinels.pair.primary.stop());
+    clients.contend(LONG_TTL + Duration::from_secs(10)).await;
+    clients.assert_safe_and_live("sentinel, killed primary, lagging replica", fault);
+    let (_, reason) = clients
+        .loss_of("a")
+        .expect("a's grant was lost with the primary");
+    assert_eq!(reason, LossReason::NotOwner);
+    assert_eq!(
+        sentinels.master_port().await,
+        Some(sentinels.pair.replica.port())
+    );
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! The handle on one simulated Redis server's state, which outlives its host.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
@@ -56,6 +57,41 @@ pub(crate) struct Inner {
     /// How many times a server has started serving this state: each start is a new
     /// life, with a new run id, as a restarted Redis has.
     lives: u64,
+    /// A replica's view of the dataset, when [`RedisState::replicate`] asked for one.
+    replication: Option<Replication>,
+}
+
+/// Asynchronous replication, as a replica sees it: it applies the primary's writes in
+/// order, some time after they were made, so its dataset is always the primary's as it
+/// was at some earlier moment. Kept as the datasets after each command, newest last,
+/// for as far back as any promotion may reach.
+struct Replication {
+    window: Duration,
+    stream: VecDeque<(Duration, Dataset)>,
+}
+
+impl Replication {
+    /// The primary's dataset after a command at `now`; forgets what no replica `window`
+    /// behind could still be at (all but the newest entry at or before `now - window`).
+    fn record(&mut self, now: Duration, data: &Dataset) {
+        self.stream.push_back((now, data.clone()));
+        let reach = now.saturating_sub(self.window);
+        while self.stream.get(1).is_some_and(|(at, _)| *at <= reach) {
+            self.stream.pop_front();
+        }
+    }
+
+    /// The dataset of a replica `lag` behind at `now`: the primary's after its last
+    /// command at or before `now - lag` (empty before any).
+    fn behind(&self, now: Duration, lag: Duration) -> Dataset {
+        let cutoff = now.saturating_sub(lag);
+        self.stream
+            .iter()
+            .rev()
+            .find(|(at, _)| *at <= cutoff)
+            .map(|(_, data)| data.clone())
+            .unwrap_or_default()
+    }
 }
 
 impl Inner {
@@ -77,6 +113,9 @@ impl Inner {
             peer,
         };
         let reply = dispatch(&mut exec, name, args);
+        if let Some(replication) = &mut self.replication {
+            replication.record(now, &self.data);
+        }
         if let Some(observer) = &self.observer {
             for event in &events {
                 observer(event);
@@ -180,6 +219,32 @@ impl RedisState {
     pub fn restore(&self) {
         let mut inner = self.lock();
         inner.data = inner.saved.clone().unwrap_or_default();
+        inner.scripts.clear();
+    }
+
+    /// Keeps a replica of this server, asynchronously replicated: from now on the
+    /// dataset after every command is kept for `window` (the longest lag a promotion
+    /// will ask for), so that [`fail_over`](Self::fail_over) can promote the replica.
+    pub fn replicate(&self, window: Duration) {
+        self.lock().replication = Some(Replication {
+            window,
+            stream: VecDeque::new(),
+        });
+    }
+
+    /// The primary fails, and its replica, `lag` behind at the backend's local time
+    /// `now`, takes over: the dataset becomes the primary's as it was `lag` ago, so
+    /// whatever was written since is gone, and no script is loaded. It is another server
+    /// (crash and restart the host: its next life has a new run id and replication id).
+    /// Without [`replicate`](Self::replicate), nothing changes.
+    pub fn fail_over(&self, now: Duration, lag: Duration) {
+        let mut inner = self.lock();
+        let Some(replication) = inner.replication.as_mut() else {
+            return;
+        };
+        let data = replication.behind(now, lag);
+        replication.stream.clear();
+        inner.data = data;
         inner.scripts.clear();
     }
 

@@ -247,6 +247,9 @@ fn action(
         } => Action::BackendRestore,
         RawFault::BackendRestart { lose_state, .. } => Action::BackendRestart { lose_state },
         RawFault::BackendSnapshot { .. } => Action::BackendSnapshot,
+        RawFault::BackendFailover { lag, .. } => Action::BackendFailover {
+            lag: lag.map_or(Duration::ZERO, |lag| lag.0),
+        },
     })
 }
 
@@ -313,7 +316,7 @@ mod tests {
             error("kind = \"meteor\"\n"),
             "f.toml:8:1: fault 1 (meteor): unknown kind \"meteor\": expected one of partition, \
              partition-oneway, clog, latency, loss, drift, pause, crash, backend-crash, \
-             backend-restart, backend-snapshot"
+             backend-restart, backend-snapshot, backend-failover"
         );
     }
 

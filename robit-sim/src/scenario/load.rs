@@ -144,6 +144,10 @@ fn snapshots(
         );
         let problem = if snapshot && backend != Backend::Redis {
             "snapshots are the simulated Redis's: set `backend = \"redis\"`"
+        } else if matches!(fault.action, Action::BackendFailover { .. })
+            && backend != Backend::Redis
+        {
+            "a failover promotes the simulated Redis's replica: set `backend = \"redis\"`"
         } else if matches!(fault.action, Action::BackendRestore)
             && !faults.iter().any(|earlier| {
                 matches!(earlier.action, Action::BackendSnapshot) && earlier.at < fault.at

@@ -161,9 +161,21 @@ impl Scenario {
         self.faults.iter().any(|fault| {
             matches!(
                 fault.action,
-                Action::BackendSnapshot | Action::BackendRestore
+                Action::BackendSnapshot | Action::BackendRestore | Action::BackendFailover { .. }
             )
         })
+    }
+
+    /// The longest lag of a replica the scenario promotes, if it promotes one: how far
+    /// back the simulated Redis must keep its replica's view.
+    pub(crate) fn replica_window(&self) -> Option<Duration> {
+        self.faults
+            .iter()
+            .filter_map(|fault| match fault.action {
+                Action::BackendFailover { lag } => Some(lag),
+                _ => None,
+            })
+            .max()
     }
 
     /// Whether the scenario restarts or crashes the backend so that it loses its data,
@@ -175,6 +187,7 @@ impl Scenario {
                 Action::BackendCrash { lose_state: true }
                     | Action::BackendRestart { lose_state: true }
                     | Action::BackendRestore
+                    | Action::BackendFailover { .. }
             )
         })
     }
@@ -409,4 +422,11 @@ pub(crate) enum Action {
     /// The backend restarts from its last snapshot: the grants since are gone, and it is
     /// another life of the server.
     BackendRestore,
+    /// The backend's primary fails and its replica, asynchronously replicated `lag`
+    /// behind, takes over, the clients following it: whatever the primary wrote in its
+    /// last `lag` is gone, and it is another server.
+    BackendFailover {
+        /// How far behind the primary the replica was.
+        lag: Duration,
+    },
 }

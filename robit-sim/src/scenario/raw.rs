@@ -215,6 +215,12 @@ pub(crate) enum RawFault {
     },
     /// Instant: the backend saves its state, for a later `from_snapshot` restart.
     BackendSnapshot { at: Dur },
+    /// Instant: the primary fails and its replica, `lag` behind, takes over.
+    BackendFailover {
+        at: Dur,
+        #[serde(default)]
+        lag: Option<Dur>,
+    },
 }
 
 /// `when = "held"`: a network-wide fault that waits, from `at`, for a holder in the
@@ -252,7 +258,9 @@ impl RawFault {
             | Self::Crash { at, length, .. }
             | Self::BackendCrash { at, length, .. } => (at, *length),
             Self::Pause { at, length, .. } => (at, Some(*length)),
-            Self::BackendRestart { at, .. } | Self::BackendSnapshot { at } => (at, None),
+            Self::BackendRestart { at, .. }
+            | Self::BackendSnapshot { at }
+            | Self::BackendFailover { at, .. } => (at, None),
         };
         (at.0, length.map(|length| length.0))
     }

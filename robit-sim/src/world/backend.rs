@@ -52,6 +52,9 @@ impl BackendState {
         match (driver, scenario.backend) {
             (None, Backend::Redis) => {
                 let state = RedisState::new();
+                if let Some(window) = scenario.replica_window() {
+                    state.replicate(window);
+                }
                 let peer = Peer::new(([0, 0, 0, 0], 0).into(), Some("world".to_owned()));
                 state.execute(
                     &peer,
@@ -101,6 +104,13 @@ impl BackendState {
     pub(crate) fn snapshot(&mut self) {
         if let Self::Redis(state) = self {
             state.save();
+        }
+    }
+
+    /// Promotes the simulated Redis's replica, `lag` behind at its local time `now`.
+    pub(crate) fn fail_over(&mut self, now: Duration, lag: Duration) {
+        if let Self::Redis(state) = self {
+            state.fail_over(now, lag);
         }
     }
 

@@ -23,6 +23,8 @@ pub(crate) trait Hosts {
     fn snapshot_backend(&mut self);
     /// Puts back the backend's last saved state: the grants since are lost.
     fn restore_backend(&mut self);
+    /// Promotes the backend's replica, `lag` behind, at true time `now`.
+    fn fail_over_backend(&mut self, now: Duration, lag: Duration);
     /// The lock's TTL.
     fn ttl(&self) -> Duration;
     /// The drift the lock is configured to tolerate: drift beyond it is a fault.
@@ -150,7 +152,8 @@ pub(crate) fn start(
         Action::BackendCrash { .. }
         | Action::BackendRestart { .. }
         | Action::BackendSnapshot
-        | Action::BackendRestore => (vec![BACKEND.to_owned()], Vec::new()),
+        | Action::BackendRestore
+        | Action::BackendFailover { .. } => (vec![BACKEND.to_owned()], Vec::new()),
     };
     let what = describe(&fault.action, &a, &b);
     let recorded = match &fault.action {
@@ -231,6 +234,16 @@ pub(crate) fn start(
             history.record_at(now, BACKEND, EventKind::BackendStateLost);
             sim.bounce(BACKEND);
         }
+        Action::BackendFailover { lag } => {
+            // The clients' connections to the old primary break; they reconnect to the
+            // same address, now the promoted replica's, as Sentinel would steer them.
+            sim.crash(BACKEND);
+            hosts.fail_over_backend(now, *lag);
+            if !lag.is_zero() {
+                history.record_at(now, BACKEND, EventKind::BackendStateLost);
+            }
+            sim.bounce(BACKEND);
+        }
     }
     if recorded {
         history.record_at(
@@ -244,7 +257,7 @@ pub(crate) fn start(
         // A restart is over as soon as it happens: the backend is back at once.
         if matches!(
             fault.action,
-            Action::BackendRestart { .. } | Action::BackendRestore
+            Action::BackendRestart { .. } | Action::BackendRestore | Action::BackendFailover { .. }
         ) {
             history.record_at(
                 now,
@@ -319,7 +332,10 @@ pub(crate) fn end(
             }
         }
         Action::BackendCrash { .. } => sim.bounce(BACKEND),
-        Action::BackendRestart { .. } | Action::BackendSnapshot | Action::BackendRestore => {}
+        Action::BackendRestart { .. }
+        | Action::BackendSnapshot
+        | Action::BackendRestore
+        | Action::BackendFailover { .. } => {}
     }
     if applied.recorded {
         history.record_at(
@@ -359,5 +375,6 @@ fn describe(action: &Action, a: &[String], b: &[String]) -> String {
         }
         Action::BackendSnapshot => "backend snapshot".to_owned(),
         Action::BackendRestore => "backend restart from its snapshot".to_owned(),
+        Action::BackendFailover { lag } => format!("backend failover to a replica {lag:?} behind"),
     }
 }

@@ -69,6 +69,11 @@ impl Hosts for Handles {
         self.backend.restore();
     }
 
+    fn fail_over_backend(&mut self, now: Duration, lag: Duration) {
+        self.backend
+            .fail_over(self.backend_clock.local_at(now), lag);
+    }
+
     fn drift_bound(&self) -> f64 {
         self.drift_bound
     }

@@ -163,3 +163,35 @@ fn a_quarantine_marked_by_hand_after_the_server_identity_is_honoured() {
         counter(clock_token(at(5_000)), "", SERVER_A)
     );
 }
+
+#[test]
+fn a_replica_promoted_lag_behind_has_the_dataset_as_it_was_lag_ago() {
+    let backend = Backend::new();
+    backend.state.replicate(at(3_000));
+    backend.run(at(0), &["SET", "k", "1"]);
+    backend.run(at(1_000), &["SET", "k", "2"]);
+    backend.run(at(2_000), &["SET", "k", "3", "PX", "500"]);
+    // 1.5 s behind at 2.5 s: the replica has applied the writes up to 1 s.
+    backend.state.fail_over(at(2_500), at(1_500));
+    assert_eq!(backend.run(at(2_500), &["GET", "k"]), Frame::bulk("2"));
+    // The promoted replica replicates on, and a replica in sync has every write.
+    backend.run(at(3_000), &["SET", "k", "4"]);
+    backend.state.fail_over(at(3_000), Duration::ZERO);
+    assert_eq!(backend.run(at(3_000), &["GET", "k"]), Frame::bulk("4"));
+    // Behind every write it kept: empty, as a replica that never synced.
+    backend.run(at(4_000), &["SET", "k", "5"]);
+    backend.state.fail_over(at(4_000), at(2_000));
+    assert_eq!(backend.run(at(4_000), &["GET", "k"]), Frame::NullBulk);
+}
+
+#[test]
+fn a_replica_keeps_only_what_a_promotion_within_its_window_can_reach() {
+    let backend = Backend::new();
+    backend.state.replicate(at(1_000));
+    for second in 0..10 {
+        backend.run(at(second * 1_000), &["SET", "k", &second.to_string()]);
+    }
+    // 1 s behind at 9 s reaches the write at 8 s, still kept.
+    backend.state.fail_over(at(9_000), at(1_000));
+    assert_eq!(backend.run(at(9_000), &["GET", "k"]), Frame::bulk("8"));
+}
