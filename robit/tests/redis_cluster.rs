@@ -2,7 +2,8 @@
 //! masters, and three masters with a replica each, on loopback ports in temp dirs.
 //!
 //! A namespace's lock names spread over every master; a master that stops answering
-//! holds up only its own locks; a lock held through a `CLUSTER FAILOVER`, through its
+//! holds up only its own locks; a release published on one node wakes a waiter
+//! subscribed on another; a node that lost its scripts is sent them in full; a lock held through a `CLUSTER FAILOVER`, through its
 //! master's death while the replica lagged, and through the migration of its slot: one
 //! client holds the lock when the fault strikes, two others contend for it from then on,
 //! and every belief interval is recorded and checked for overlap.
@@ -20,7 +21,7 @@ use std::time::Duration;
 
 use common::{granted, within};
 use robit::redis::{ClusterConnector, RedisDriver};
-use robit::{Acquire, Driver, Mutex};
+use robit::{Acquire, Driver, Mutex, Waiter};
 use support::{FAULT_TTL, FaultClients, LONG, RedisCluster, request};
 use tokio::time::Instant;
 
@@ -146,6 +147,101 @@ async fn a_stopped_master_holds_up_only_the_locks_it_serves() {
         }
     }
     cluster.node(stopped).resume();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_is_woken_by_a_release_published_on_another_node_than_its_subscription() {
+    let cluster = RedisCluster::start(3, 0).await;
+    // A driver subscribes on the first node it is given.
+    let subscribed_on = cluster.urls()[0]
+        .rsplit(':')
+        .next()
+        .and_then(|port| port.parse::<u16>().ok())
+        .expect("a port");
+    let mut name = None;
+    for i in 0.. {
+        let candidate = format!("handed-{i}");
+        if master_of(&cluster, &candidate, true).await != subscribed_on {
+            name = Some(candidate);
+            break;
+        }
+    }
+    let name = name.expect("a name on another node");
+    let (holding, waiting) = (
+        cluster_driver(&cluster, true),
+        cluster_driver(&cluster, true),
+    );
+    let holder = granted(&holding, &request(&name, 1)).await;
+    // The waiter polls only every 20 s: a wake-up sooner is the notification's.
+    let waiter = request(&name, 2).with_waiter(Waiter::new(7, LONG));
+    let answer = waiting.acquire(&waiter).await;
+    assert!(matches!(answer, Ok(Acquire::Held { .. })), "{answer:?}");
+    let woken = waiting.watch_release(&waiter);
+    within(LONG, "the hand-off subscription", async {
+        while cluster
+            .node(subscribed_on)
+            .subscribers("robit:handoff")
+            .await
+            == 0
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    holder.release().await.expect("the release");
+    within(Duration::from_secs(2), "the hand-off notification", woken).await;
+    granted(&waiting, &waiter)
+        .await
+        .release()
+        .await
+        .expect("a release");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_lost_its_scripts_is_sent_them_in_full_and_no_script_load_goes_out() {
+    let cluster = RedisCluster::start(3, 0).await;
+    let driver = cluster_driver(&cluster, true);
+    granted(&driver, &request("scripted", 1))
+        .await
+        .release()
+        .await
+        .expect("a release");
+    let masters = cluster.master_ports().await;
+    for &port in &masters {
+        let mut admin = cluster.node(port).admin().await;
+        let _: () = redis::cmd("SCRIPT")
+            .arg("FLUSH")
+            .query_async(&mut admin)
+            .await
+            .expect("SCRIPT FLUSH");
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut admin)
+            .await
+            .expect("CONFIG RESETSTAT");
+    }
+    for i in 0..30 {
+        granted(&driver, &request(&format!("scripted-{i}"), 1))
+            .await
+            .release()
+            .await
+            .expect("a release");
+    }
+    let mut evals = 0;
+    for &port in &masters {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut cluster.node(port).admin().await)
+            .await
+            .expect("INFO commandstats");
+        assert!(!stats.contains("cmdstat_script|load"), "{stats}");
+        evals += stats
+            .lines()
+            .filter(|line| line.starts_with("cmdstat_eval:"))
+            .count();
+    }
+    // Each master that served a lock was sent acquire and release in full once.
+    assert!(evals > 0, "no EVAL reached any master");
 }
 
 /// `a`, holding the lock when the fault struck, renews it for three TTLs on whichever
