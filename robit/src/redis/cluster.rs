@@ -7,8 +7,8 @@ use redis::aio::PubSub;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 
-use super::RedisConfigError;
 use super::connector::{Connector, redact};
+use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 
 /// Connects to a Redis Cluster through any of its nodes: commands go to the master that
 /// serves their slot, and follow the cluster as slots move and replicas take over.
@@ -161,5 +161,30 @@ impl Connector for ClusterConnector {
 
     fn describe(&self) -> String {
         self.described.clone()
+    }
+}
+
+impl RedisDriver<ClusterConnector> {
+    /// Starts building a driver for the Redis Cluster that `nodes` belong to (any of its
+    /// nodes' URLs, credentials in the URLs), in cluster mode: the namespace is spread
+    /// over buckets by lock name, so its locks land on every master, and locks on
+    /// different masters never wait for each other. For TLS certificates or credentials
+    /// from elsewhere, build a [`ClusterConnector`] and use
+    /// [`with_connector`](RedisDriver::with_connector) and
+    /// [`RedisDriverBuilder::cluster_mode`].
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// use robit::redis::RedisDriver;
+    ///
+    /// let driver = RedisDriver::cluster(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
+    ///     .namespace("billing")
+    ///     .build()?;
+    /// # drop(driver);
+    /// # Ok::<(), robit::redis::RedisConfigError>(())
+    /// ```
+    pub fn cluster(nodes: &[&str]) -> RedisDriverBuilder<ClusterConnector> {
+        RedisDriverBuilder::new(ClusterConnector::new(nodes)).cluster_mode()
     }
 }

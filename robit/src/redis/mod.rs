@@ -168,42 +168,6 @@ impl RedisDriver<UrlConnector> {
     }
 }
 
-impl RedisDriver<SentinelConnector> {
-    /// Starts building a driver for the master that the Redis Sentinels at `sentinels`
-    /// (`redis://[:password@]host:port` each) know as `master`: each new connection asks
-    /// them where it is, so the driver follows failovers. For the master's credentials
-    /// or TLS, build a [`SentinelConnector`] and use
-    /// [`with_connector`](RedisDriver::with_connector).
-    pub fn sentinel(master: &str, sentinels: &[&str]) -> RedisDriverBuilder<SentinelConnector> {
-        RedisDriverBuilder::new(SentinelConnector::new(master, sentinels))
-    }
-}
-
-impl RedisDriver<ClusterConnector> {
-    /// Starts building a driver for the Redis Cluster that `nodes` belong to (any of its
-    /// nodes' URLs, credentials in the URLs), in cluster mode: the namespace is spread
-    /// over buckets by lock name, so its locks land on every master, and locks on
-    /// different masters never wait for each other. For TLS certificates or credentials
-    /// from elsewhere, build a [`ClusterConnector`] and use
-    /// [`with_connector`](RedisDriver::with_connector) and
-    /// [`RedisDriverBuilder::cluster_mode`].
-    ///
-    /// # Example
-    ///
-    /// ```
-    /// use robit::redis::RedisDriver;
-    ///
-    /// let driver = RedisDriver::cluster(&["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
-    ///     .namespace("billing")
-    ///     .build()?;
-    /// # drop(driver);
-    /// # Ok::<(), robit::redis::RedisConfigError>(())
-    /// ```
-    pub fn cluster(nodes: &[&str]) -> RedisDriverBuilder<ClusterConnector> {
-        RedisDriverBuilder::new(ClusterConnector::new(nodes)).cluster_mode()
-    }
-}
-
 impl<C: Connector> RedisDriver<C> {
     /// Starts building a driver whose connections come from `connector`.
     pub fn with_connector(connector: C) -> RedisDriverBuilder<C> {

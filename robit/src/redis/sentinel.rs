@@ -7,8 +7,8 @@ use redis::RedisResult;
 use redis::aio::{MultiplexedConnection, PubSub};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 
-use super::RedisConfigError;
 use super::connector::{Connector, redact, unbounded};
+use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 
 /// Connects to the master that a set of Redis Sentinels know by name, asking them anew
 /// for every connection, so that the driver follows failovers.
@@ -136,5 +136,16 @@ impl Connector for SentinelConnector {
 
     fn describe(&self) -> String {
         self.described.clone()
+    }
+}
+
+impl RedisDriver<SentinelConnector> {
+    /// Starts building a driver for the master that the Redis Sentinels at `sentinels`
+    /// (`redis://[:password@]host:port` each) know as `master`: each new connection asks
+    /// them where it is, so the driver follows failovers. For the master's credentials
+    /// or TLS, build a [`SentinelConnector`] and use
+    /// [`with_connector`](RedisDriver::with_connector).
+    pub fn sentinel(master: &str, sentinels: &[&str]) -> RedisDriverBuilder<SentinelConnector> {
+        RedisDriverBuilder::new(SentinelConnector::new(master, sentinels))
     }
 }
