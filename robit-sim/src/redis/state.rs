@@ -82,15 +82,25 @@ impl Replication {
     }
 
     /// The dataset of a replica `lag` behind at `now`: the primary's after its last
-    /// command at or before `now - lag` (empty before any).
+    /// command at or before `now - lag`; the oldest kept, for a lag that reaches back
+    /// further (the replica synced when the stream began); empty before any command.
     fn behind(&self, now: Duration, lag: Duration) -> Dataset {
         let cutoff = now.saturating_sub(lag);
         self.stream
             .iter()
             .rev()
             .find(|(at, _)| *at <= cutoff)
+            .or_else(|| self.stream.front())
             .map(|(_, data)| data.clone())
             .unwrap_or_default()
+    }
+
+    /// The primary's dataset changed all at once (a restart, a promotion): its replica
+    /// synced again, in full, and has nothing older.
+    fn resync(&mut self, data: &Dataset) {
+        let at = self.stream.back().map_or(Duration::ZERO, |(at, _)| *at);
+        self.stream.clear();
+        self.stream.push_back((at, data.clone()));
     }
 }
 
@@ -122,6 +132,13 @@ impl Inner {
             }
         }
         reply
+    }
+
+    /// The replica, if any, synced again with the dataset as it is now.
+    fn resync(&mut self) {
+        if let Some(replication) = &mut self.replication {
+            replication.resync(&self.data);
+        }
     }
 
     /// A server starts serving this state: a new life, as a restart is.
@@ -220,6 +237,7 @@ impl RedisState {
         let mut inner = self.lock();
         inner.data = inner.saved.clone().unwrap_or_default();
         inner.scripts.clear();
+        inner.resync();
     }
 
     /// Keeps a replica of this server, asynchronously replicated: from now on the
@@ -244,6 +262,7 @@ impl RedisState {
         };
         let data = replication.behind(now, lag);
         replication.stream.clear();
+        replication.stream.push_back((now, data.clone()));
         inner.data = data;
         inner.scripts.clear();
     }
@@ -254,6 +273,7 @@ impl RedisState {
         let mut inner = self.lock();
         inner.data.clear();
         inner.scripts.clear();
+        inner.resync();
     }
 
     /// Plants a change in every script this server loads from now on: it compiles the

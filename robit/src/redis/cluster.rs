@@ -1,11 +1,15 @@
 //! Connecting to a Redis Cluster: redis-rs's cluster client, which routes each script call
 //! to the master serving its keys' slot and follows the cluster's redirections.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
 use async_trait::async_trait;
-use redis::RedisResult;
 use redis::aio::PubSub;
-use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
+use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
 
 use super::connector::{Connector, redact};
 use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
@@ -20,7 +24,8 @@ use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 /// [`describe`](Connector::describe) shows a password.
 ///
 /// Hand-off notifications are published with `PUBLISH`, which a cluster delivers to the
-/// subscribers of every node: the driver subscribes on the first node that accepts it.
+/// subscribers of every node: the driver subscribes on one seed node, the next one
+/// along each time it subscribes again.
 ///
 /// # Example
 ///
@@ -39,6 +44,9 @@ pub struct ClusterConnector {
     client: ClusterClient,
     /// The seed nodes, each as a client of its own, for the subscription.
     nodes: Vec<redis::Client>,
+    /// The seed node the next subscription tries first: each attempt starts one further,
+    /// so that a node that hangs is not tried first every time.
+    next_subscriber: Arc<AtomicUsize>,
     described: String,
 }
 
@@ -50,14 +58,12 @@ impl ClusterConnector {
     ///
     /// [`RedisConfigError::InvalidUrl`] if a URL cannot be parsed, or none is given.
     pub fn new(nodes: &[&str]) -> Result<Self, RedisConfigError> {
-        Self::with_builder(nodes, |builder| builder)
+        Self::build(nodes, None)
     }
 
-    /// As [`new`](Self::new), with the cluster client's builder adjusted by `adjust`:
-    /// TLS certificates, credentials from elsewhere than the URLs, and the like. Leave
-    /// its timeouts alone: the driver bounds every command with its own. (The builder it
-    /// is given has TCP settings of the driver's already: on Linux, a connection whose
-    /// data goes unacknowledged for 10 s is closed, and the node reconnected.)
+    /// As [`new`](Self::new), reaching every node with `node`'s credentials, database and
+    /// protocol rather than the URLs' own: both the commands and the hand-off
+    /// subscription. TLS comes from the URLs (`rediss://`, the crate's `tls` feature).
     ///
     /// # Errors
     ///
@@ -66,18 +72,24 @@ impl ClusterConnector {
     /// # Example
     ///
     /// ```
+    /// use redis::RedisConnectionInfo;
     /// use robit::redis::ClusterConnector;
     ///
-    /// let connector = ClusterConnector::with_builder(&["redis://10.0.0.1:7000"], |builder| {
-    ///     builder.username("locker").password("s3cret")
-    /// })?;
+    /// let node = RedisConnectionInfo::default()
+    ///     .set_username("locker")
+    ///     .set_password("s3cret");
+    /// let connector = ClusterConnector::with_node_info(&["redis://10.0.0.1:7000"], node)?;
     /// assert!(!format!("{connector:?}").contains("s3cret"));
     /// # Ok::<(), robit::redis::RedisConfigError>(())
     /// ```
-    pub fn with_builder(
+    pub fn with_node_info(
         nodes: &[&str],
-        adjust: impl FnOnce(ClusterClientBuilder) -> ClusterClientBuilder,
+        node: RedisConnectionInfo,
     ) -> Result<Self, RedisConfigError> {
+        Self::build(nodes, Some(node))
+    }
+
+    fn build(nodes: &[&str], node: Option<RedisConnectionInfo>) -> Result<Self, RedisConfigError> {
         let redacted: Vec<String> = nodes.iter().map(|url| redact(url)).collect();
         let invalid = |source| RedisConfigError::InvalidUrl {
             url: redacted.join(", "),
@@ -89,17 +101,30 @@ impl ClusterConnector {
                 "no cluster node given",
             ))));
         }
-        let client = adjust(ClusterClient::builder(nodes.to_vec()).tcp_settings(tcp_settings()))
+        let infos = nodes
+            .iter()
+            .map(|url| {
+                let info = url.into_connection_info()?;
+                Ok(match &node {
+                    Some(node) => info.set_redis_settings(node.clone()),
+                    None => info,
+                })
+            })
+            .collect::<RedisResult<Vec<ConnectionInfo>>>()
+            .map_err(invalid)?;
+        let client = ClusterClient::builder(infos.clone())
+            .tcp_settings(tcp_settings())
             .build()
             .map_err(invalid)?;
-        let nodes = nodes
-            .iter()
-            .map(|url| redis::Client::open(*url))
+        let nodes = infos
+            .into_iter()
+            .map(redis::Client::open)
             .collect::<RedisResult<Vec<_>>>()
             .map_err(invalid)?;
         Ok(Self {
             client,
             nodes,
+            next_subscriber: Arc::new(AtomicUsize::new(0)),
             described: format!("the cluster of {}", redacted.join(", ")),
         })
     }
@@ -119,10 +144,13 @@ fn tcp_settings() -> redis::io::tcp::TcpSettings {
     settings
 }
 
+/// How long the subscription waits for one seed node before it tries the next.
+const SUBSCRIBE_WITHIN: Duration = Duration::from_secs(2);
+
 /// How long data sent to a node may go unacknowledged before its connection is closed:
 /// several default command timeouts, so that a slow network is not taken for a dead one.
 #[cfg(target_os = "linux")]
-const UNACKNOWLEDGED: std::time::Duration = std::time::Duration::from_secs(10);
+const UNACKNOWLEDGED: Duration = Duration::from_secs(10);
 
 impl std::fmt::Debug for ClusterConnector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -140,14 +168,20 @@ impl Connector for ClusterConnector {
         self.client.get_async_connection().await
     }
 
-    /// A subscription on the first seed node that accepts one: a cluster delivers every
-    /// `PUBLISH` to the subscribers of all its nodes.
+    /// A subscription on a seed node that accepts one, trying each for at most
+    /// [`SUBSCRIBE_WITHIN`], starting one further at every attempt: a cluster delivers
+    /// every `PUBLISH` to the subscribers of all its nodes.
     async fn subscriber(&self) -> RedisResult<PubSub> {
+        let first = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;
-        for node in &self.nodes {
-            match node.get_async_pubsub().await {
-                Ok(subscriber) => return Ok(subscriber),
-                Err(err) => failure = Some(err),
+        for at in 0..self.nodes.len() {
+            let node = &self.nodes[(first + at) % self.nodes.len()];
+            match tokio::time::timeout(SUBSCRIBE_WITHIN, node.get_async_pubsub()).await {
+                Ok(Ok(subscriber)) => return Ok(subscriber),
+                Ok(Err(err)) => failure = Some(err),
+                Err(_) => {
+                    failure = Some((redis::ErrorKind::Io, "a cluster node did not answer").into());
+                }
             }
         }
         Err(failure.unwrap_or_else(|| {
@@ -168,8 +202,9 @@ impl RedisDriver<ClusterConnector> {
     /// Starts building a driver for the Redis Cluster that `nodes` belong to (any of its
     /// nodes' URLs, credentials in the URLs), in cluster mode: the namespace is spread
     /// over buckets by lock name, so its locks land on every master, and locks on
-    /// different masters never wait for each other. For TLS certificates or credentials
-    /// from elsewhere, build a [`ClusterConnector`] and use
+    /// different masters never wait for each other. For credentials from elsewhere than
+    /// the URLs, build a [`ClusterConnector`] with
+    /// [`with_node_info`](ClusterConnector::with_node_info) and use
     /// [`with_connector`](RedisDriver::with_connector) and
     /// [`RedisDriverBuilder::cluster_mode`].
     ///

@@ -194,9 +194,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
     /// ```
     /// use robit::redis::{ClusterConnector, RedisDriver};
     ///
-    /// let connector = ClusterConnector::with_builder(&["redis://10.0.0.1:7000"], |builder| {
-    ///     builder.username("locker").password("s3cret")
-    /// })?;
+    /// let node = redis::RedisConnectionInfo::default().set_username("locker").set_password("s3cret");
+    /// let connector = ClusterConnector::with_node_info(&["redis://10.0.0.1:7000"], node)?;
     /// let driver = RedisDriver::with_connector(connector).cluster_mode().build()?;
     /// # drop(driver);
     /// # Ok::<(), robit::redis::RedisConfigError>(())

@@ -137,6 +137,13 @@ impl<C: Connector> Inner<C> {
         if error::breaks_connection(&err) || matches!(err.code(), Some("READONLY" | "UNBLOCKED")) {
             self.replace(generation);
         }
+        if self.settings.spread && matches!(err.code(), Some("MOVED" | "ASK")) {
+            // The cluster client followed redirections until it gave up: the cluster's
+            // slots are moving, and it will have their new owners soon.
+            return DriverError::unavailable(format!(
+                "the cluster kept redirecting the call while its slots moved: {err}"
+            ));
+        }
         error::classify(
             err,
             self.settings.command_timeout,
@@ -147,15 +154,28 @@ impl<C: Connector> Inner<C> {
     /// A command got no answer in time. The server may be slow, or the connection may
     /// be dead without either side knowing (a half-open TCP connection never errors):
     /// replace it, whatever the connector, so the next command does not wait on it too.
-    ///
-    /// Not in cluster mode: there the connection is the cluster client's, one per node,
-    /// and a node that stops answering must not take the other masters' locks down with
-    /// it; the client reconnects a broken node by itself (see cluster.rs).
     fn timed_out(&self, generation: u64) -> DriverError {
+        self.suspect(generation);
+        DriverError::Timeout(self.settings.command_timeout)
+    }
+
+    /// A command on connection `generation` went unanswered. On one server, the
+    /// connection is replaced at once. In cluster mode it is the cluster client's, one
+    /// connection per node, and one node that stops answering must not take the other
+    /// masters' locks down with it: the client reconnects a broken node by itself, and
+    /// follows a new master once a node answers with a redirection. But a master that
+    /// hangs never answers so, even after its replica took over: after
+    /// [`SUSPECT_CLUSTER_AFTER`] unanswered commands the cluster connection is replaced,
+    /// and the new one learns the cluster's slots afresh.
+    fn suspect(&self, generation: u64) {
         if !self.settings.spread {
             self.replace(generation);
+            return;
         }
-        DriverError::Timeout(self.settings.command_timeout)
+        if self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= SUSPECT_CLUSTER_AFTER {
+            self.timeouts.store(0, Ordering::Relaxed);
+            self.replace(generation);
+        }
     }
 
     /// Runs one script call: one round trip (three after a NOSCRIPT), bounded as a whole
@@ -263,6 +283,10 @@ impl<C: Connector> Inner<C> {
     }
 }
 
+/// In cluster mode, how many commands may go unanswered before the cluster connection is
+/// replaced.
+const SUSPECT_CLUSTER_AFTER: u32 = 3;
+
 /// How long a command may be outstanding before its caller giving up on it counts as a
 /// sign that the connection stopped answering.
 const SUSPECT_AFTER: Duration = Duration::from_millis(10);
@@ -280,8 +304,8 @@ struct Abandoned<'a, C: Connector> {
 
 impl<C: Connector> Drop for Abandoned<'_, C> {
     fn drop(&mut self) {
-        if !self.settled && !self.driver.settings.spread && self.since.elapsed() >= SUSPECT_AFTER {
-            self.driver.replace(self.generation);
+        if !self.settled && self.since.elapsed() >= SUSPECT_AFTER {
+            self.driver.suspect(self.generation);
         }
     }
 }

@@ -126,6 +126,10 @@ mod tests {
         assert_eq!(fnv1a(b"a"), 0xe40c_292c);
         assert_eq!(fnv1a(b"foobar"), 0xbf9c_f968);
         assert_eq!(bucket(b"foobar"), (0xbf9c_f968 >> 22 ^ 0xbf9c_f968) & 1023);
+        // Part of the on-server format: these must never change.
+        assert_eq!(bucket(b"job-0"), 618);
+        assert_eq!(bucket(b"invoice-run"), 374);
+        assert_eq!(bucket(b""), 961);
     }
 
     #[test]

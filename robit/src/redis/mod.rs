@@ -87,7 +87,7 @@ mod sentinel;
 mod waiters;
 
 use std::fmt;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -148,6 +148,10 @@ struct Inner<C: Connector> {
     /// The command connection, once opened.
     connection: StdMutex<Option<connection::Current<C::Connection>>>,
     generations: AtomicU64,
+    /// Cluster mode: command timeouts since the connection was last replaced.
+    timeouts: AtomicU32,
+    /// Cluster mode: this driver is creating a new namespace's bucket counters.
+    sweeping: AtomicBool,
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
     quarantine_log: QuarantineLog,
@@ -182,6 +186,8 @@ impl<C: Connector> RedisDriver<C> {
                 settings,
                 connection: StdMutex::new(None),
                 generations: AtomicU64::new(0),
+                timeouts: AtomicU32::new(0),
+                sweeping: AtomicBool::new(false),
                 connecting: tokio::sync::Mutex::new(()),
                 dispatcher: Arc::default(),
                 quarantine_log: QuarantineLog::default(),
@@ -285,7 +291,11 @@ impl<C: Connector> Driver for RedisDriver<C> {
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
             .arg(quarantine)
-            .arg(flag(inner.namespace.missing_means_lost()))
+            // While this driver creates the namespace's buckets, a missing one is one it
+            // has not reached yet.
+            .arg(flag(
+                inner.namespace.missing_means_lost() && !inner.sweeping.load(Ordering::Relaxed),
+            ))
             .arg(flag(queued));
         let sent = tokio::time::Instant::now();
         // The script compares the server the namespace was written on with the one this
@@ -296,6 +306,13 @@ impl<C: Connector> Driver for RedisDriver<C> {
             call.arg(text.as_str());
         }
         let (answer, acked) = inner.run_acked_on(current, &call).await?;
+        // A grant that created the namespace in cluster mode starts creating its
+        // buckets before the namespace counts as seen, so that no acquire of this driver
+        // takes a bucket not reached yet for a lost one.
+        let sweep = match answer {
+            AcquireAnswer::Granted { created: true, .. } if settings.spread => inner.begin_sweep(),
+            _ => None,
+        };
         inner.namespace.seen();
         match answer {
             AcquireAnswer::Granted {
@@ -305,8 +322,8 @@ impl<C: Connector> Driver for RedisDriver<C> {
             } => {
                 if created {
                     inner.namespace.created();
-                    if settings.spread {
-                        inner.create_buckets().await;
+                    if let Some(sweep) = sweep {
+                        inner.create_buckets(sweep).await;
                     }
                 }
                 let lease = RedisLease::new(
@@ -366,14 +383,22 @@ impl<C: Connector> Driver for RedisDriver<C> {
 
     /// At most the connect timeout waiting for a connection, then the command timeout
     /// for the script call (its NOSCRIPT retry included); twice that with replica
-    /// acknowledgements, where an acquire gives back a grant too few acknowledged.
+    /// acknowledgements, where an acquire gives back a grant too few acknowledged; and
+    /// in cluster mode one command timeout more, for a new namespace's buckets.
     fn call_limit(&self) -> Option<Duration> {
         let settings = &self.inner.settings;
         let call = settings
             .connect_timeout
             .saturating_add(settings.command_timeout);
-        Some(if settings.replica_acks.is_some() {
+        let call = if settings.replica_acks.is_some() {
             call.saturating_mul(2)
+        } else {
+            call
+        };
+        // In cluster mode, the grant that creates a namespace waits up to one more
+        // command timeout for its buckets' counters.
+        Some(if settings.spread {
+            call.saturating_add(settings.command_timeout)
         } else {
             call
         })

@@ -178,10 +178,15 @@ fn a_replica_promoted_lag_behind_has_the_dataset_as_it_was_lag_ago() {
     backend.run(at(3_000), &["SET", "k", "4"]);
     backend.state.fail_over(at(3_000), Duration::ZERO);
     assert_eq!(backend.run(at(3_000), &["GET", "k"]), Frame::bulk("4"));
-    // Behind every write it kept: empty, as a replica that never synced.
+    // Behind every write since the last promotion: the dataset it was promoted with.
     backend.run(at(4_000), &["SET", "k", "5"]);
     backend.state.fail_over(at(4_000), at(2_000));
-    assert_eq!(backend.run(at(4_000), &["GET", "k"]), Frame::NullBulk);
+    assert_eq!(backend.run(at(4_000), &["GET", "k"]), Frame::bulk("4"));
+    // After a restart that lost everything, the replica synced again: nothing older.
+    backend.run(at(5_000), &["SET", "k", "6"]);
+    backend.state.wipe();
+    backend.state.fail_over(at(9_000), at(3_000));
+    assert_eq!(backend.run(at(9_000), &["GET", "k"]), Frame::NullBulk);
 }
 
 #[test]
