@@ -168,9 +168,9 @@ impl Connector for ClusterConnector {
         self.client.get_async_connection().await
     }
 
-    /// A subscription on a seed node that accepts one, trying each for at most
-    /// [`SUBSCRIBE_WITHIN`], starting one further at every attempt: a cluster delivers
-    /// every `PUBLISH` to the subscribers of all its nodes.
+    /// A subscription on a seed node that accepts one, trying each for at most 2 s,
+    /// starting one further at every attempt: a cluster delivers every `PUBLISH` to the
+    /// subscribers of all its nodes.
     async fn subscriber(&self) -> RedisResult<PubSub> {
         let first = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;

@@ -153,7 +153,8 @@ impl<C: Connector> Inner<C> {
 
     /// A command got no answer in time. The server may be slow, or the connection may
     /// be dead without either side knowing (a half-open TCP connection never errors):
-    /// replace it, whatever the connector, so the next command does not wait on it too.
+    /// replace it, whatever the connector, so the next command does not wait on it too
+    /// (in cluster mode, after a few: see [`suspect`](Self::suspect)).
     fn timed_out(&self, generation: u64) -> DriverError {
         self.suspect(generation);
         DriverError::Timeout(self.settings.command_timeout)
