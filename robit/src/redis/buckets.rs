@@ -56,12 +56,10 @@ impl<C: Connector> Inner<C> {
             self.buckets_not_created(BUCKETS, "the counters were not all written in time");
             return;
         };
-        let failed: Vec<String> = answers
-            .into_iter()
-            .filter_map(|answer| answer.err().map(|err| err.to_string()))
-            .collect();
-        if let Some(first) = failed.first() {
-            self.buckets_not_created(u32::try_from(failed.len()).unwrap_or(BUCKETS), first);
+        let mut failed = answers.iter().filter_map(|answer| answer.as_ref().err());
+        if let Some(first) = failed.next() {
+            let count = 1 + u32::try_from(failed.count()).unwrap_or(BUCKETS);
+            self.buckets_not_created(count, &first.to_string());
         }
     }
 

@@ -12,7 +12,7 @@
 //! and the hand-off. Acquire and release run their uncontended path before it.
 
 use std::io::Write;
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
@@ -66,33 +66,28 @@ pub mod sources {
 /// A script: its text, and its hash (a `redis::Script`, made on first use).
 pub(super) struct Lua {
     source: &'static str,
-    script: LazyLock<Script>,
+    script: OnceLock<Script>,
 }
 
-pub(super) static ACQUIRE: Lua = Lua {
-    source: sources::ACQUIRE,
-    script: LazyLock::new(|| Script::new(sources::ACQUIRE)),
-};
-pub(super) static RENEW: Lua = Lua {
-    source: sources::RENEW,
-    script: LazyLock::new(|| Script::new(sources::RENEW)),
-};
-pub(super) static RELEASE: Lua = Lua {
-    source: sources::RELEASE,
-    script: LazyLock::new(|| Script::new(sources::RELEASE)),
-};
-pub(super) static WITHDRAW: Lua = Lua {
-    source: sources::WITHDRAW,
-    script: LazyLock::new(|| Script::new(sources::WITHDRAW)),
-};
-pub(super) static INSPECT: Lua = Lua {
-    source: sources::INSPECT,
-    script: LazyLock::new(|| Script::new(sources::INSPECT)),
-};
-pub(super) static CREATE: Lua = Lua {
-    source: sources::CREATE,
-    script: LazyLock::new(|| Script::new(sources::CREATE)),
-};
+impl Lua {
+    const fn new(source: &'static str) -> Self {
+        Self {
+            source,
+            script: OnceLock::new(),
+        }
+    }
+
+    fn script(&self) -> &Script {
+        self.script.get_or_init(|| Script::new(self.source))
+    }
+}
+
+pub(super) static ACQUIRE: Lua = Lua::new(sources::ACQUIRE);
+pub(super) static RENEW: Lua = Lua::new(sources::RENEW);
+pub(super) static RELEASE: Lua = Lua::new(sources::RELEASE);
+pub(super) static WITHDRAW: Lua = Lua::new(sources::WITHDRAW);
+pub(super) static INSPECT: Lua = Lua::new(sources::INSPECT);
+pub(super) static CREATE: Lua = Lua::new(sources::CREATE);
 
 /// Adds `SCRIPT LOAD` of every script to `pipe`: a new connection loads them all in one
 /// round trip, so that no call on it meets NOSCRIPT unless the server loses its scripts
@@ -123,7 +118,7 @@ impl ScriptCall {
     /// A call of `script` with `keys` keys. The command's buffers are sized for `args`
     /// arguments and about `bytes` bytes of keys and arguments: hints, not limits.
     pub(super) fn new(script: &'static Lua, keys: usize, args: usize, bytes: usize) -> Self {
-        let hash = script.script.get_hash();
+        let hash = script.script().get_hash();
         // "EVALSHA", the hash, the number of keys.
         let mut command = Cmd::with_capacity(3 + keys + args, 7 + hash.len() + 4 + bytes);
         command.arg("EVALSHA").arg(hash).arg(keys);
@@ -167,7 +162,7 @@ impl ScriptCall {
                 if in_full {
                     return self.in_full().query_async(connection).await;
                 }
-                self.script.script.load_async(connection).await?;
+                self.script.script().load_async(connection).await?;
                 self.command.query_async(connection).await
             }
             answer => answer,
@@ -217,7 +212,7 @@ impl ScriptCall {
             let command = if in_full {
                 self.in_full()
             } else {
-                self.script.script.load_async(connection).await?;
+                self.script.script().load_async(connection).await?;
                 self.command.clone()
             };
             answers = replies(&mut acked(command), connection).await?;
