@@ -40,7 +40,7 @@ fn cluster_driver(cluster: &RedisCluster, detect: bool) -> RedisDriver<ClusterCo
 }
 
 /// The clients of a fault test, each with a cluster-mode driver of its own.
-fn clients(cluster: &RedisCluster, detect: bool) -> FaultClients<ClusterConnector> {
+fn clients(cluster: &RedisCluster, detect: bool) -> FaultClients<RedisDriver<ClusterConnector>> {
     let urls = cluster.urls();
     FaultClients::new(move || {
         let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
@@ -273,7 +273,10 @@ async fn after_the_grant_that_created_a_namespace_no_bucket_looks_lost() {
 /// master now serves it, then lets go; `b` and `c` contend from the fault on, until
 /// after the quarantine that the first acquire to find the lock free starts. The bucket
 /// was quarantined: nobody was granted the lock within the quarantine of `a`'s release.
-async fn hold_through_then_let_go(clients: &FaultClients<ClusterConnector>, a: robit::Guard) {
+async fn hold_through_then_let_go(
+    clients: &FaultClients<RedisDriver<ClusterConnector>>,
+    a: robit::Guard,
+) {
     let contenders = {
         let clients = clients.clone();
         tokio::spawn(async move {
@@ -332,7 +335,9 @@ const UNDETECTED_TTL: Duration = Duration::from_secs(20);
 /// `a` locks while the replica of the lock's master is stopped and cut off from it (the
 /// master closed the replication link), so that its grant never reaches the replica; the
 /// master is then killed and the replica, resumed, promoted.
-async fn lagging_master_death(detect: bool) -> (FaultClients<ClusterConnector>, Instant) {
+async fn lagging_master_death(
+    detect: bool,
+) -> (FaultClients<RedisDriver<ClusterConnector>>, Instant) {
     let mut cluster = RedisCluster::start(3, 1).await;
     let ttl = if detect { LONG_TTL } else { UNDETECTED_TTL };
     let clients = clients(&cluster, detect).with_ttl(ttl);

@@ -33,7 +33,10 @@ fn contention(detect: bool) -> Duration {
 
 /// Clients whose drivers (default settings but for the detection) reach the server
 /// `connector` points at.
-fn clients(connector: &FollowingConnector, detect: bool) -> FaultClients<FollowingConnector> {
+fn clients(
+    connector: &FollowingConnector,
+    detect: bool,
+) -> FaultClients<RedisDriver<FollowingConnector>> {
     let connector = connector.clone();
     FaultClients::new(move || {
         RedisDriver::with_connector(connector.clone())
@@ -44,7 +47,9 @@ fn clients(connector: &FollowingConnector, detect: bool) -> FaultClients<Followi
 }
 
 /// The primary fails while its replica lags: `a`'s grant never reached the replica.
-async fn lagging_failover(detect: bool) -> (FaultClients<FollowingConnector>, Instant) {
+async fn lagging_failover(
+    detect: bool,
+) -> (FaultClients<RedisDriver<FollowingConnector>>, Instant) {
     let mut pair = ReplicatedPair::start().await;
     let connector = FollowingConnector::new(&pair.primary.url());
     let clients = clients(&connector, detect);
@@ -105,7 +110,7 @@ async fn a_failover_to_a_replica_in_sync_keeps_the_holders_lease() {
 /// The server restarts from a snapshot taken before `a`'s grant.
 async fn restart_from_an_older_snapshot(
     detect: bool,
-) -> (FaultClients<FollowingConnector>, Instant) {
+) -> (FaultClients<RedisDriver<FollowingConnector>>, Instant) {
     let mut server = RedisServer::start();
     let clients = clients(&FollowingConnector::new(&server.url()), detect);
     clients.warm_up().await;

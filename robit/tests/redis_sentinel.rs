@@ -13,7 +13,7 @@ use robit::redis::{DEFAULT_QUARANTINE, RedisDriver, SentinelConnector};
 use support::{FaultClients, MASTER_NAME, Sentinels};
 use tokio::time::Instant;
 
-fn clients(sentinels: &Sentinels) -> FaultClients<SentinelConnector> {
+fn clients(sentinels: &Sentinels) -> FaultClients<RedisDriver<SentinelConnector>> {
     let urls = sentinels.urls();
     FaultClients::new(move || {
         let urls: Vec<&str> = urls.iter().map(String::as_str).collect();

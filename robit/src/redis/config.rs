@@ -82,6 +82,39 @@ pub enum RedisConfigError {
         /// Which setting.
         setting: &'static str,
     },
+    /// A quorum of fewer than [`MIN_QUORUM_SERVERS`](super::MIN_QUORUM_SERVERS) servers.
+    #[error(
+        "a quorum of {servers} servers: give at least 3 (an odd number), so that one server's \
+         loss leaves a majority"
+    )]
+    QuorumTooSmall {
+        /// How many were given.
+        servers: usize,
+    },
+    /// A quorum that names one server twice: its grant would count twice.
+    #[error("the quorum names {server} twice; each server must be a separate Redis")]
+    QuorumServerTwice {
+        /// The server, as its connector describes it (no password).
+        server: String,
+    },
+    /// A quorum's servers use different namespaces.
+    #[error(
+        "the quorum's servers use namespaces {first:?} and {other:?}; give them all the same one"
+    )]
+    QuorumNamespaces {
+        /// The first server's.
+        first: String,
+        /// Another's.
+        other: String,
+    },
+    /// A quorum member in cluster mode.
+    #[error(
+        "{server} is in cluster mode; a quorum is made of independent servers, each on its own"
+    )]
+    QuorumOfCluster {
+        /// The server, as its connector describes it.
+        server: String,
+    },
 }
 
 /// The validated settings every operation reads.

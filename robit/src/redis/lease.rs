@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::answers::Freed;
 use super::millis::millis_ceil;
-use super::scripts::{RELEASE, RENEW, ScriptCall, Span};
+use super::scripts::{RAISE, RELEASE, RENEW, ScriptCall, Span};
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
 
@@ -55,6 +55,23 @@ impl<C: Connector> RedisLease<C> {
         self.ours_until
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<C: Connector> RedisLease<C> {
+    /// Lifts this server's fencing counter to `token` (if it is below), while this
+    /// lease's grant is live: a quorum's member whose token was below the quorum's.
+    /// Answers whether the grant was still this lease's.
+    pub(super) async fn raise(&self, token: u64) -> Result<bool, DriverError> {
+        let settings = &self.inner.settings;
+        let keys = settings.keys(&self.name);
+        let mut call = ScriptCall::new(&RAISE, 2, 2, keys.call_bytes(&settings.channel));
+        call.key(keys.lock())
+            .key(keys.fence())
+            .arg(&self.owner[..])
+            .arg(token);
+        let raised: i64 = self.inner.run(&call).await?;
+        Ok(raised == 1)
     }
 }
 

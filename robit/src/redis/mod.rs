@@ -69,6 +69,7 @@
 
 mod answers;
 mod buckets;
+mod claim;
 mod cluster;
 mod config;
 mod connection;
@@ -82,12 +83,13 @@ mod millis;
 mod namespace;
 mod notify;
 mod quarantine;
+mod redlock;
 mod scripts;
 mod sentinel;
 mod waiters;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -100,23 +102,20 @@ pub use self::config::{
 };
 pub use self::connector::{Connector, UrlConnector};
 pub use self::namespace::FirstUse;
+pub use self::redlock::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriver, RedlockDriverBuilder};
 #[doc(hidden)]
 pub use self::scripts::sources as script_sources;
 pub use self::sentinel::SentinelConnector;
 
-use self::answers::{AcquireAnswer, Freed};
+use self::answers::Freed;
 use self::config::Settings;
-use self::lease::RedisLease;
-use self::millis::millis_ceil;
 use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
-use self::scripts::{ACQUIRE, ScriptCall, Span, WITHDRAW, WaiterArgs};
+use self::scripts::{ScriptCall, WITHDRAW, WaiterArgs};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
-    hex128,
 };
-use crate::millis::Millis;
 
 /// A flag as the scripts take it.
 fn flag(on: bool) -> &'static [u8] {
@@ -243,114 +242,7 @@ impl<C: Connector> fmt::Debug for RedisDriver<C> {
 #[async_trait]
 impl<C: Connector> Driver for RedisDriver<C> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
-        let inner = &self.inner;
-        let settings = &inner.settings;
-        if request.ttl > crate::engine::MAX_TTL || request.lock_delay > crate::engine::MAX_TTL {
-            return Err(DriverError::rejected(format!(
-                "a TTL of {} with a lock-delay of {} is longer than a year; the Redis \
-                 driver refuses it",
-                Millis(request.ttl),
-                Millis(request.lock_delay)
-            )));
-        }
-        let owner = hex128(request.owner.as_u128());
-        let waiter = request.waiter.as_ref().map(|waiter| {
-            // A queue entry outlives its waiter's silence several times over.
-            let queue_ttl = waiter
-                .retry_within
-                .saturating_mul(4)
-                .max(Duration::from_secs(1));
-            (WaiterArgs::new(waiter), millis_ceil(queue_ttl))
-        });
-        let (id, entry, queue_ttl) = match &waiter {
-            Some((waiter, queue_ttl)) => (waiter.id(), waiter.entry(), *queue_ttl),
-            None => (&[][..], &[][..], 0),
-        };
-        let queued = request.waiter.is_some_and(|waiter| waiter.attempt > 0);
-        let quarantine = if settings.quarantine.is_zero() {
-            0
-        } else {
-            // Long enough for every grant from before a loss of state to have ended, its
-            // lock-delay included.
-            millis_ceil(settings.quarantine.max(request.ttl + request.lock_delay))
-        };
-        let name = &request.name;
-        let span = Span::new(request.ttl, request.lock_delay);
-        let args = if span.text.is_some() { 12 } else { 11 };
-        let keys = settings.keys(name);
-        let mut call = ScriptCall::new(&ACQUIRE, 4, args, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.queue())
-            .key(keys.fence())
-            .key(keys.quarantine())
-            .arg(&owner[..])
-            .arg(span.key_ms)
-            .arg(id)
-            .arg(entry)
-            .arg(queue_ttl)
-            .arg(&settings.channel)
-            .arg(settings.handoff_window_ms)
-            .arg(quarantine)
-            // While this driver creates the namespace's buckets, a missing one is one it
-            // has not reached yet.
-            .arg(flag(
-                inner.namespace.missing_means_lost() && !inner.sweeping.load(Ordering::Relaxed),
-            ))
-            .arg(flag(queued));
-        let sent = tokio::time::Instant::now();
-        // The script compares the server the namespace was written on with the one this
-        // connection reaches: the argument depends on the connection.
-        let current = inner.connection().await?;
-        call.arg(current.identity.as_bytes());
-        if let Some(text) = &span.text {
-            call.arg(text.as_str());
-        }
-        let (answer, acked) = inner.run_acked_on(current, &call).await?;
-        // A grant that created the namespace in cluster mode starts creating its
-        // buckets before the namespace counts as seen, so that no acquire of this driver
-        // takes a bucket not reached yet for a lost one.
-        let sweep = match answer {
-            AcquireAnswer::Granted { created: true, .. } if settings.spread => inner.begin_sweep(),
-            _ => None,
-        };
-        inner.namespace.seen();
-        match answer {
-            AcquireAnswer::Granted {
-                fence,
-                next,
-                created,
-            } => {
-                if created {
-                    inner.namespace.created();
-                    if let Some(sweep) = sweep {
-                        inner.create_buckets(sweep).await;
-                    }
-                }
-                let lease = RedisLease::new(
-                    inner,
-                    request.name.clone(),
-                    owner,
-                    (fence, next),
-                    (sent, request.ttl, request.lock_delay),
-                );
-                if let Err(err) = acked {
-                    // Not counted: give it back rather than let it block others.
-                    let _ = crate::driver::Lease::release(&lease).await;
-                    return Err(err);
-                }
-                Ok(Acquire::Granted(Arc::new(lease)))
-            }
-            AcquireAnswer::Held { expires_in } => Ok(Acquire::Held { expires_in }),
-            AcquireAnswer::Quarantined {
-                left: Some(left),
-                moved,
-            } => {
-                inner.quarantine_log.seen(&request.name, left, moved);
-                Ok(Acquire::Quarantined { left })
-            }
-            // A quarantine key without an expiry, set by hand: it lasts until deleted.
-            AcquireAnswer::Quarantined { left: None, .. } => Ok(Acquire::Held { expires_in: None }),
-        }
+        Ok(self.claim(request, None).await?.into_acquire())
     }
 
     fn supports_lock_delay(&self) -> bool {

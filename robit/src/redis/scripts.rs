@@ -59,6 +59,11 @@ pub mod sources {
         include_str!("scripts/common.lua"),
         include_str!("scripts/inspect.lua")
     );
+    /// Raise: lift a quorum member's fencing counter to the quorum's token.
+    pub const RAISE: &str = concat!(
+        include_str!("scripts/common.lua"),
+        include_str!("scripts/raise.lua")
+    );
     /// Create: a new namespace's fencing counter in one bucket, in cluster mode.
     pub const CREATE: &str = include_str!("scripts/create.lua");
 }
@@ -87,12 +92,14 @@ pub(super) static RENEW: Lua = Lua::new(sources::RENEW);
 pub(super) static RELEASE: Lua = Lua::new(sources::RELEASE);
 pub(super) static WITHDRAW: Lua = Lua::new(sources::WITHDRAW);
 pub(super) static INSPECT: Lua = Lua::new(sources::INSPECT);
+pub(super) static RAISE: Lua = Lua::new(sources::RAISE);
 pub(super) static CREATE: Lua = Lua::new(sources::CREATE);
 
 /// Adds `SCRIPT LOAD` of every script to `pipe`: a new connection loads them all in one
 /// round trip, so that no call on it meets NOSCRIPT unless the server loses its scripts
 /// (`SCRIPT FLUSH`). All but create's: it runs in cluster mode only, where scripts are
-/// sent in full to a node that lacks them.
+/// sent in full to a node that lacks them; and raise's, which runs only in a quorum,
+/// and then rarely (it is loaded on first use).
 pub(super) fn load_all(pipe: &mut redis::Pipeline) {
     for source in [
         sources::ACQUIRE,

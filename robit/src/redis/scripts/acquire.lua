@@ -19,8 +19,9 @@
 --       ('1': an earlier attempt of this waiter may have queued it), the identity of
 --       the server the caller's connection reaches ('/<hex digits>'; '*' in cluster
 --       mode, where the script reads it here, from INFO, as a call may be redirected;
---       '' with failover detection off), and, with a lock-delay only, the grant's span
---       ('<ttl ms>+<delay ms>'; else key_ms is the TTL)
+--       '' with failover detection off), with a lock-delay only (or '' when a proposal
+--       follows), the grant's span ('<ttl ms>+<delay ms>'; else key_ms is the TTL), and,
+--       for a quorum's member only, the quorum's proposed token (decimal digits)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted;
@@ -37,23 +38,29 @@ if server == '*' then
   server = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
 end
 local t = redis.call('TIME')
--- Unix µs, the clock's candidate for the token, and the grant as the key will hold it
--- (see common.lua). Should the token turn out larger than the clock, the grant is
--- written again with it.
+-- Unix µs; the candidate for the token: the clock's, or in a quorum the proposed one, so
+-- that the quorum's servers answer the same token (redlock.rs); and the grant as the key
+-- will hold it (see common.lua). Should the token turn out larger than the candidate,
+-- the grant is written again with it.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (ARGV[12] or ARGV[2]) .. '@' .. micros
+local candidate = ARGV[13] or micros
+local span = ARGV[12]
+if span == '' then
+  span = nil
+end
+local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (span or ARGV[2]) .. '@' .. candidate
 local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- The fencing counter as it was, read as the grant's token is written: `nil` until then.
--- The grant stands here when the last token is below the clock's and was issued by this
--- same server (its identity follows the token).
+-- The grant stands here when the last token is below the candidate and was issued by
+-- this same server (its identity follows the token).
 local last
 if not old then
-  last = redis.call('SET', KEYS[3], micros .. server, 'GET')
+  last = redis.call('SET', KEYS[3], candidate .. server, 'GET')
   if last and ARGV[10] ~= '1' then
     local cut = #last - #server
     local number = tonumber(string.sub(last, 1, cut))
-    if number and number < tonumber(micros) and string.sub(last, cut + 1) == server then
-      return {1, tonumber(micros), ''}
+    if number and number < tonumber(candidate) and string.sub(last, cut + 1) == server then
+      return {1, tonumber(candidate), ''}
     end
   end
 end

@@ -35,14 +35,24 @@ local function moved(old, digits)
   return {2, left, 1}
 end
 
+-- Writes `text` as the grant's token, in the counter and in the lock's key, in place of
+-- the candidate the grant was written with.
+local function retoken(text)
+  redis.call('SET', fence, text .. server)
+  mine = string.gsub(mine, '@%d+$', '@' .. text)
+  local held = redis.call('GET', lock)
+  redis.call('SET', lock, (string.gsub(held, '@%d+', '@' .. text, 1)), 'KEEPTTL')
+end
+
 -- The lock's key now holds the caller's grant: issue its fencing token, the larger of
--- the last token plus one and the server's clock in microseconds, so that tokens keep
--- increasing across any restart (without persistence, or from an older snapshot) as long
--- as the clock has not gone back. Or find the namespace quarantined, and undo. `read`:
--- the counter was written already, and held `last`.
+-- the last token plus one and the candidate (the server's clock in microseconds, or a
+-- quorum's proposal), so that tokens keep increasing across any restart (without
+-- persistence, or from an older snapshot) as long as the clock has not gone back. A new
+-- counter starts at the clock even in a quorum. Or find the namespace quarantined, and
+-- undo. `read`: the counter was written already, and held `last`.
 local function fenced(old, read)
   if not read then
-    last = redis.call('SET', fence, micros .. server, 'GET')
+    last = redis.call('SET', fence, candidate .. server, 'GET')
   end
   if not last then
     -- The counter was missing: the namespace is new, or its state was lost (a restart
@@ -55,7 +65,11 @@ local function fenced(old, read)
       undo(old)
       return {2, quarantine_ms}
     end
-    return {1, tonumber(micros), '', 1}
+    if tonumber(micros) > tonumber(candidate) then
+      retoken(micros)
+      return {1, tonumber(micros), '', 1}
+    end
+    return {1, tonumber(candidate), '', 1}
   end
   -- A mark may have been appended by hand (after the server's identity, by APPEND), more
   -- than once, or to a missing counter.
@@ -78,16 +92,12 @@ local function fenced(old, read)
     end
   end
   local token = (tonumber(digits) or 0) + 1
-  if token > tonumber(micros) then
-    -- The counter is ahead of the clock: the grant, written with the clock's candidate,
+  if token > tonumber(candidate) then
+    -- The counter is ahead of the candidate: the grant, written with the candidate,
     -- takes the counter's token instead.
-    local text = string.format('%d', token)
-    redis.call('SET', fence, text .. server)
-    mine = string.gsub(mine, '@%d+$', '@' .. text)
-    local held = redis.call('GET', lock)
-    redis.call('SET', lock, (string.gsub(held, '@%d+', '@' .. text, 1)), 'KEEPTTL')
+    retoken(string.format('%d', token))
   else
-    token = tonumber(micros)
+    token = tonumber(candidate)
   end
   return {1, token, ''}
 end

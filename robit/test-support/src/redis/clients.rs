@@ -6,8 +6,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use robit::redis::{Connector, RedisDriver};
-use robit::{LossReason, Mutex, Wait};
+use robit::{Driver, LossReason, Mutex, Wait};
 use tokio::time::Instant;
 
 use crate::kit::Beliefs;
@@ -18,15 +17,15 @@ pub const FAULT_TTL: Duration = Duration::from_secs(2);
 type Losses = Arc<StdMutex<Vec<(&'static str, Instant, LossReason)>>>;
 
 /// Clients each with a driver of its own, from `make`, on one lock, `"failover"`.
-pub struct FaultClients<C: Connector> {
-    make: Arc<dyn Fn() -> RedisDriver<C> + Send + Sync>,
+pub struct FaultClients<D: Driver> {
+    make: Arc<dyn Fn() -> D + Send + Sync>,
     /// Who believed they held the lock, when.
     pub beliefs: Beliefs,
     losses: Losses,
     ttl: Duration,
 }
 
-impl<C: Connector> std::fmt::Debug for FaultClients<C> {
+impl<D: Driver> std::fmt::Debug for FaultClients<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FaultClients")
             .field("beliefs", &self.beliefs)
@@ -34,7 +33,7 @@ impl<C: Connector> std::fmt::Debug for FaultClients<C> {
     }
 }
 
-impl<C: Connector> Clone for FaultClients<C> {
+impl<D: Driver> Clone for FaultClients<D> {
     fn clone(&self) -> Self {
         Self {
             make: Arc::clone(&self.make),
@@ -45,9 +44,9 @@ impl<C: Connector> Clone for FaultClients<C> {
     }
 }
 
-impl<C: Connector> FaultClients<C> {
+impl<D: Driver> FaultClients<D> {
     /// Clients whose drivers `make` builds.
-    pub fn new(make: impl Fn() -> RedisDriver<C> + Send + Sync + 'static) -> Self {
+    pub fn new(make: impl Fn() -> D + Send + Sync + 'static) -> Self {
         Self {
             make: Arc::new(make),
             beliefs: Beliefs::default(),
@@ -65,8 +64,12 @@ impl<C: Connector> FaultClients<C> {
     }
 
     fn mutex(&self, who: &'static str) -> Mutex {
+        self.mutex_on(who, (self.make)())
+    }
+
+    fn mutex_on(&self, who: &'static str, driver: D) -> Mutex {
         let (beliefs, losses) = (self.beliefs.clone(), Arc::clone(&self.losses));
-        Mutex::builder("failover", (self.make)())
+        Mutex::builder("failover", driver)
             .ttl(self.ttl)
             .on_lost(move |event| {
                 let at = beliefs.end(who);
@@ -84,7 +87,13 @@ impl<C: Connector> FaultClients<C> {
 
     /// `who` locks and holds the lock: the grant whose fate the fault decides.
     pub async fn holder(&self, who: &'static str) -> robit::Guard {
-        let guard = self.mutex(who).lock().await.unwrap();
+        self.holder_on(who, (self.make)()).await
+    }
+
+    /// `who` locks and holds the lock through a driver of its own, not `make`'s: one
+    /// whose links the fault cuts, say.
+    pub async fn holder_on(&self, who: &'static str, driver: D) -> robit::Guard {
+        let guard = self.mutex_on(who, driver).lock().await.unwrap();
         self.beliefs.begin(who);
         guard
     }

@@ -2,11 +2,13 @@
 
 /// A TCP proxy in front of a server that can freeze its existing connections — keep them
 /// open but stop forwarding, like a half-open connection after a network failure — while
-/// still serving new ones.
+/// still serving new ones; or freeze the link itself, new connections included.
 #[derive(Debug)]
 pub struct FreezingProxy {
     port: u16,
     epoch: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// The link is frozen: connections accepted now are born frozen.
+    cut: std::sync::Arc<std::sync::atomic::AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -19,14 +21,19 @@ impl FreezingProxy {
             .expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let epoch = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-        let shared = std::sync::Arc::clone(&epoch);
+        let cut = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (shared, link_cut) = (std::sync::Arc::clone(&epoch), std::sync::Arc::clone(&cut));
         let task = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let Ok(server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream_port)).await
                 else {
                     continue;
                 };
-                let born = shared.load(Ordering::SeqCst);
+                let born = if link_cut.load(Ordering::SeqCst) {
+                    u64::MAX
+                } else {
+                    shared.load(Ordering::SeqCst)
+                };
                 let epoch = std::sync::Arc::clone(&shared);
                 tokio::spawn(async move {
                     let (mut client_read, mut client_write) = client.into_split();
@@ -39,7 +46,12 @@ impl FreezingProxy {
                 });
             }
         });
-        Self { port, epoch, task }
+        Self {
+            port,
+            epoch,
+            cut,
+            task,
+        }
     }
 
     /// The loopback port it listens on.
@@ -55,6 +67,19 @@ impl FreezingProxy {
     /// From now on, connections opened before this call forward nothing (and never close).
     pub fn freeze_existing(&self) {
         self.epoch.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Freezes the link: connections open now forward nothing, and so do those opened
+    /// until [`thaw`](Self::thaw), as a network partition does to a client that
+    /// reconnects.
+    pub fn freeze(&self) {
+        self.cut.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.freeze_existing();
+    }
+
+    /// Ends [`freeze`](Self::freeze) for connections opened from now on.
+    pub fn thaw(&self) {
+        self.cut.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -1,0 +1,136 @@
+//! The quorum as a [`Driver`]: acquire on every server at once, and the rest.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use futures_util::future::{join_all, select_all};
+
+use super::lease::{QuorumLease, release_all};
+use super::tally::{Tally, majority};
+use super::{Connector, RedlockDriver};
+use crate::driver::{
+    Acquire, AcquireRequest, Driver, DriverError, LockName, OwnerToken, ReleaseWatch,
+};
+use crate::redis::claim::Claim;
+
+#[async_trait]
+impl<C: Connector> Driver for RedlockDriver<C> {
+    /// Claims the lock on every server at once, proposing one more than the largest
+    /// token this driver has seen, and holds it once a majority granted. Servers that
+    /// answer after that join the lease; the grants of an attempt without a majority
+    /// are given back at once.
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        let inner = &self.inner;
+        let servers = inner.servers.len();
+        let proposal = inner.proposal()?;
+        let mut pending = inner.claims(request, proposal);
+        let mut tally = Tally::new(servers);
+        let mut members = Vec::new();
+        while let Some((index, answer)) = pending.next().await {
+            match answer {
+                Ok(Claim::Granted(grant)) => {
+                    tally.granted();
+                    members.push((index, Arc::new(grant)));
+                }
+                Ok(Claim::Refused(answer)) => tally.refused(&answer),
+                Err(err) => tally.failed(err),
+            }
+            if tally.decided(pending.len()) {
+                break;
+            }
+        }
+        inner.stats.attempt(tally.won(), tally.split());
+        if !tally.won() {
+            let unanswered = pending.len();
+            inner.finish_late(pending, None);
+            let _ = release_all(members, servers).await;
+            return tally.verdict(unanswered);
+        }
+        match inner.seal(&members).await {
+            Ok(fence) => {
+                inner
+                    .last_token
+                    .fetch_max(fence.get(), std::sync::atomic::Ordering::Relaxed);
+                let lease = Arc::new(QuorumLease::new(fence, servers, members));
+                inner.finish_late(pending, Some(Arc::clone(&lease)));
+                Ok(Acquire::Granted(lease))
+            }
+            Err(err) => {
+                inner.finish_late(pending, None);
+                let _ = release_all(members, servers).await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Wakes on a release notification from any server.
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        let watches: Vec<ReleaseWatch> = self
+            .inner
+            .servers
+            .iter()
+            .map(|server| server.watch_release(request))
+            .filter(ReleaseWatch::is_live)
+            .collect();
+        if watches.is_empty() {
+            return ReleaseWatch::never();
+        }
+        ReleaseWatch::new(async move {
+            select_all(watches).await;
+        })
+    }
+
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        let answers = join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|server| server.withdraw(request)),
+        )
+        .await;
+        answers.into_iter().collect::<Result<(), _>>()
+    }
+
+    /// Two of a server's own limits: the claims run at once, and a raise of the token may
+    /// follow.
+    fn call_limit(&self) -> Option<Duration> {
+        let one = self
+            .inner
+            .servers
+            .iter()
+            .map(|server| server.call_limit())
+            .collect::<Option<Vec<_>>>()?
+            .into_iter()
+            .max()?;
+        Some(one.saturating_mul(2))
+    }
+
+    /// Every server keeps it, so a majority refuses the lock for the delay.
+    fn supports_lock_delay(&self) -> bool {
+        true
+    }
+
+    /// Frees `name` by force on every server `holder` holds it on. Answers whether it
+    /// freed it anywhere.
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        let answers = join_all(
+            self.inner
+                .servers
+                .iter()
+                .map(|server| server.force_release(name, holder)),
+        )
+        .await;
+        let answered = answers.iter().filter(|answer| answer.is_ok()).count();
+        let freed = answers.iter().any(|answer| matches!(answer, Ok(true)));
+        match answers.into_iter().find_map(Result::err) {
+            Some(err) if answered < majority(self.inner.servers.len()) => Err(err),
+            _ => Ok(freed),
+        }
+    }
+}

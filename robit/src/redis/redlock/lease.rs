@@ -1,0 +1,167 @@
+//! A lease on a quorum: the member grants, renewed and released together.
+
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
+
+use super::super::Connector;
+use super::super::lease::RedisLease;
+use super::tally::majority;
+use crate::driver::{DriverError, FenceToken, Lease, Renewal};
+
+/// A member grant, by the index of its server.
+pub(super) type Member<C> = (usize, Arc<RedisLease<C>>);
+
+/// The grants of a quorum, one per server that granted (or joined late), and the
+/// quorum's token.
+pub(super) struct QuorumLease<C: Connector> {
+    fence: FenceToken,
+    servers: usize,
+    members: StdMutex<Members<C>>,
+}
+
+struct Members<C: Connector> {
+    live: Vec<Member<C>>,
+    /// Released: a grant that comes late is given back, not joined.
+    released: bool,
+}
+
+impl<C: Connector> QuorumLease<C> {
+    pub(super) fn new(fence: FenceToken, servers: usize, live: Vec<Member<C>>) -> Self {
+        Self {
+            fence,
+            servers,
+            members: StdMutex::new(Members {
+                live,
+                released: false,
+            }),
+        }
+    }
+
+    fn members(&self) -> MutexGuard<'_, Members<C>> {
+        self.members.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A grant from a server that answered after the quorum was decided: renewed and
+    /// released with the others from now on. Answers it back if the lease was released
+    /// meanwhile, for the caller to give back.
+    pub(super) fn join(&self, member: Member<C>) -> Option<Member<C>> {
+        let mut members = self.members();
+        if members.released {
+            return Some(member);
+        }
+        members.live.push(member);
+        None
+    }
+
+    fn forget(&self, server: usize) {
+        self.members().live.retain(|(index, _)| *index != server);
+    }
+}
+
+#[async_trait]
+impl<C: Connector> Lease for QuorumLease<C> {
+    fn fence(&self) -> FenceToken {
+        self.fence
+    }
+
+    /// A server's grant ends silently, as on one server: a loss shows in a renew's
+    /// answer.
+    fn signals_loss(&self) -> bool {
+        false
+    }
+
+    /// Renews every member grant at once and answers as soon as a majority of all the
+    /// servers renewed. A member that answers lost is dropped; once too few are left
+    /// for a majority, the lease is lost. Errors that leave a majority out of reach are
+    /// an error: the watchdog retries until the validity deadline.
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+        let need = majority(self.servers);
+        let live: Vec<Member<C>> = self.members().live.clone();
+        if live.len() < need {
+            return Ok(Renewal::Lost);
+        }
+        let mut pending: FuturesUnordered<_> = live
+            .iter()
+            .map(|(server, lease)| async move { (*server, lease.renew(ttl).await) })
+            .collect();
+        let (mut renewed, mut lost) = (0, 0);
+        let mut failed = None;
+        while let Some((server, answer)) = pending.next().await {
+            match answer {
+                Ok(Renewal::Renewed) => renewed += 1,
+                Ok(_) => {
+                    lost += 1;
+                    self.forget(server);
+                }
+                Err(err) => failed = Some(err),
+            }
+            if renewed >= need {
+                return Ok(Renewal::Renewed);
+            }
+            if live.len() - lost < need {
+                return Ok(Renewal::Lost);
+            }
+            if renewed + pending.len() < need {
+                break;
+            }
+        }
+        Err(quorum_error(
+            "renew",
+            renewed,
+            self.servers,
+            failed.unwrap_or(DriverError::Timeout(Duration::ZERO)),
+        ))
+    }
+
+    /// Releases every member grant at once. Done when a majority of the servers is free
+    /// of it: the rest expire on their own.
+    async fn release(&self) -> Result<(), DriverError> {
+        let live = {
+            let mut members = self.members();
+            members.released = true;
+            std::mem::take(&mut members.live)
+        };
+        release_all(live, self.servers).await
+    }
+}
+
+/// Gives back `members` at once. Fine when all were released, or the servers not holding
+/// one of them are a majority of `servers` with those that were.
+pub(super) async fn release_all<C: Connector>(
+    members: Vec<Member<C>>,
+    servers: usize,
+) -> Result<(), DriverError> {
+    let held = members.len();
+    let mut pending: FuturesUnordered<_> =
+        members.iter().map(|(_, lease)| lease.release()).collect();
+    let (mut released, mut failed) = (0, None);
+    while let Some(answer) = pending.next().await {
+        match answer {
+            Ok(()) => released += 1,
+            Err(err) => failed = Some(err),
+        }
+    }
+    match failed {
+        Some(err) if servers - (held - released) < majority(servers) => {
+            Err(quorum_error("release", released, servers, err))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A quorum operation that a majority could not answer, with the last server's error.
+fn quorum_error(what: &str, done: usize, servers: usize, last: DriverError) -> DriverError {
+    let summary = format!(
+        "the {what} reached only {done} of {servers} servers, short of the majority of {}",
+        majority(servers)
+    );
+    if last.is_transient() {
+        DriverError::unavailable(format!("{summary}: {last}"))
+    } else {
+        DriverError::rejected(format!("{summary}: {last}"))
+    }
+}

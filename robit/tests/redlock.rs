@@ -1,0 +1,274 @@
+//! The quorum driver against real redis-server processes of the test's own: grants,
+//! fencing across servers whose counters disagree, and faults — a stopped server, one
+//! restarted without its data, a client cut off from a majority — with every belief
+//! interval checked for overlap.
+
+#![allow(clippy::unwrap_used, clippy::print_stderr)]
+
+use std::time::Duration;
+
+use robit::redis::{RedisConfigError, RedisDriver, RedlockDriver, UrlConnector};
+use robit::{Acquire, Driver, Mutex, Wait};
+use robit_test_support::redis::{FaultClients, FreezingProxy, LONG, RedisServer, request};
+use tokio::time::Instant;
+
+const NAMESPACE: &str = "quorum";
+
+fn start(count: usize) -> Vec<RedisServer> {
+    (0..count).map(|_| RedisServer::start()).collect()
+}
+
+fn urls(servers: &[RedisServer]) -> Vec<String> {
+    servers.iter().map(RedisServer::url).collect()
+}
+
+/// A quorum over `urls`, with commands that time out after 250 ms, so that a fault is
+/// seen quickly, and a 2 s quarantine.
+fn quorum(urls: &[String]) -> RedlockDriver {
+    RedlockDriver::new(urls.iter().map(|url| member(url)).collect()).unwrap()
+}
+
+fn member(url: &str) -> RedisDriver<UrlConnector> {
+    RedisDriver::builder(url)
+        .namespace(NAMESPACE)
+        .command_timeout(Duration::from_millis(250))
+        .quarantine(Duration::from_secs(2))
+        .build()
+        .unwrap()
+}
+
+async fn lock_key_on(server: &RedisServer, name: &str) -> Option<String> {
+    let mut admin = server.admin().await;
+    redis::cmd("GET")
+        .arg(format!("{{{NAMESPACE}}}:lock:{name}"))
+        .query_async(&mut admin)
+        .await
+        .unwrap()
+}
+
+/// Waits until the number of `servers` holding a key for lock `name` satisfies `until`.
+async fn wait_for_keys(servers: &[RedisServer], name: &str, until: impl Fn(usize) -> bool) {
+    let deadline = Instant::now() + LONG;
+    loop {
+        let mut held = 0;
+        for server in servers {
+            held += usize::from(lock_key_on(server, name).await.is_some());
+        }
+        if until(held) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{held} servers hold {name}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_lock_is_held_on_every_server_and_a_release_frees_them_all() {
+    let servers = start(3);
+    let driver = quorum(&urls(&servers));
+    let mutex = Mutex::builder("job", driver.clone()).build().unwrap();
+    let guard = mutex.lock().await.unwrap();
+    // A majority at once; the last server's grant may join a moment later.
+    wait_for_keys(&servers, "job", |held| held >= 2).await;
+    wait_for_keys(&servers, "job", |held| held == 3).await;
+    guard.unlock().await.unwrap();
+    wait_for_keys(&servers, "job", |held| held == 0).await;
+    let stats = driver.stats();
+    assert_eq!((stats.attempts, stats.granted, stats.split), (1, 1, 0));
+}
+
+#[tokio::test]
+async fn a_quorum_refuses_fewer_than_three_servers_and_a_server_named_twice() {
+    let url = "redis://127.0.0.1:1".to_owned();
+    let two = RedlockDriver::builder([&url, "redis://127.0.0.1:2"]).build();
+    assert!(matches!(
+        two,
+        Err(RedisConfigError::QuorumTooSmall { servers: 2 })
+    ));
+    let twice = RedlockDriver::builder([&url, "redis://127.0.0.1:2", &url]).build();
+    assert!(matches!(
+        twice,
+        Err(RedisConfigError::QuorumServerTwice { .. })
+    ));
+    let mixed = RedlockDriver::new(vec![
+        member(&url),
+        member("redis://127.0.0.1:2"),
+        RedisDriver::builder("redis://127.0.0.1:3").build().unwrap(),
+    ]);
+    let err = mixed.unwrap_err();
+    assert!(
+        err.to_string().contains("\"quorum\" and \"robit\""),
+        "{err}"
+    );
+}
+
+/// Sets the namespace's fencing counter on `server` to `token`, keeping the identity of
+/// the server that wrote it (so that failover detection takes no notice).
+async fn set_counter(server: &RedisServer, token: u64) {
+    let mut admin = server.admin().await;
+    let key = format!("{{{NAMESPACE}}}:fence");
+    let old: String = redis::cmd("GET")
+        .arg(&key)
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let suffix = old.trim_start_matches(|c: char| c.is_ascii_digit());
+    let _: () = redis::cmd("SET")
+        .arg(&key)
+        .arg(format!("{token}{suffix}"))
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+}
+
+/// Grants `name` to a fresh driver (another process, as it were: it has seen no token)
+/// while `paused` is frozen, so that the other two servers make the quorum.
+async fn token_without(servers: &[RedisServer], paused: usize, who: u128) -> u64 {
+    servers[paused].pause();
+    let driver = quorum(&urls(servers));
+    let answer = driver.acquire(&request("ledger", who)).await.unwrap();
+    servers[paused].resume();
+    let Acquire::Granted(lease) = answer else {
+        panic!("not granted: {answer:?}");
+    };
+    lease.release().await.unwrap();
+    lease.fence().get()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quorum_tokens_increase_although_one_server_s_counter_is_far_ahead() {
+    let servers = start(3);
+    let warm = quorum(&urls(&servers));
+    let Acquire::Granted(lease) = warm.acquire(&request("ledger", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    lease.release().await.unwrap();
+    let ahead = lease.fence().get() + 1_000_000_000;
+    set_counter(&servers[2], ahead).await;
+    // A and C grant: C's token, a billion ahead, is the quorum's.
+    let first = token_without(&servers, 1, 2).await;
+    assert!(first > ahead, "{first} <= {ahead}");
+    // A and B grant: A's counter must carry the first quorum's token, or B's and A's own
+    // would be far below it.
+    let second = token_without(&servers, 2, 3).await;
+    assert!(
+        second > first,
+        "the token went back from {first} to {second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_keeps_its_lease_while_one_of_three_servers_is_frozen() {
+    let servers = start(3);
+    let urls = urls(&servers);
+    let clients = FaultClients::new(move || quorum(&urls));
+    clients.warm_up().await;
+    let a = clients.holder("a").await;
+    let fault = Instant::now();
+    servers[1].pause();
+    clients.contend(Duration::from_secs(3)).await;
+    servers[1].resume();
+    assert!(
+        clients.loss_of("a").is_none(),
+        "a lost its lease to one frozen server"
+    );
+    clients.beliefs.end("a");
+    a.unlock().await.unwrap();
+    clients.contend(Duration::from_secs(1)).await;
+    clients.assert_safe_and_live("one of three servers frozen", fault);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restarted_without_its_data_is_quarantined_alone() {
+    let mut servers = start(3);
+    let urls = urls(&servers);
+    let clients = FaultClients::new(move || quorum(&urls));
+    clients.warm_up().await;
+    let a = clients.holder("a").await;
+    let fault = Instant::now();
+    servers[0].restart();
+    clients.contend(Duration::from_secs(3)).await;
+    assert!(
+        clients.loss_of("a").is_none(),
+        "a lost its lease to one server's restart"
+    );
+    clients.beliefs.end("a");
+    a.unlock().await.unwrap();
+    clients.contend(Duration::from_secs(1)).await;
+    clients.assert_safe_and_live("one of three servers restarted empty", fault);
+    assert!(
+        lock_key_on(&servers[0], "failover").await.is_none(),
+        "the restarted server granted within its quarantine"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_cut_off_from_a_majority_is_told_before_anyone_else_holds() {
+    let servers = start(3);
+    let mut proxies = Vec::new();
+    for server in &servers[..2] {
+        proxies.push(FreezingProxy::start(server.port()).await);
+    }
+    // The holder reaches two of the servers through the proxies; the others, directly.
+    let cut = quorum(&[proxies[0].url(), proxies[1].url(), servers[2].url()]);
+    let direct = urls(&servers);
+    let clients = FaultClients::new(move || quorum(&direct));
+    clients.warm_up().await;
+    let a = clients.holder_on("a", cut).await;
+    let fault = Instant::now();
+    for proxy in &proxies {
+        proxy.freeze();
+    }
+    let others = clients.clone();
+    let contend = tokio::spawn(async move { others.contend(Duration::from_secs(4)).await });
+    let lost = tokio::time::timeout(LONG, a.lost_token().cancelled_owned()).await;
+    assert!(lost.is_ok(), "a never learned of its loss");
+    contend.await.unwrap();
+    assert!(clients.loss_of("a").is_some());
+    clients.assert_safe_and_live("holder cut off from two of three servers", fault);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_on_a_quorum_share_the_lock_fairly() {
+    let servers = start(3);
+    let urls = urls(&servers);
+    let until = Instant::now() + Duration::from_secs(3);
+    let drivers: Vec<_> = (0..4).map(|_| quorum(&urls)).collect();
+    let tasks: Vec<_> = drivers
+        .iter()
+        .map(|driver| {
+            let mutex = Mutex::builder("shared", driver.clone()).build().unwrap();
+            tokio::spawn(async move {
+                let mut count = 0_u32;
+                while Instant::now() < until {
+                    if let Ok(guard) = mutex.lock_with(Wait::Timeout(LONG)).await {
+                        count += 1;
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        guard.unlock().await.unwrap();
+                    }
+                }
+                count
+            })
+        })
+        .collect();
+    let mut counts = Vec::new();
+    for task in tasks {
+        counts.push(task.await.unwrap());
+    }
+    let mean = counts.iter().sum::<u32>() / 4;
+    let (attempts, split) = drivers
+        .iter()
+        .map(RedlockDriver::stats)
+        .fold((0, 0), |(a, s), stats| {
+            (a + stats.attempts, s + stats.split)
+        });
+    eprintln!(
+        "4 waiters on 3 servers for 3 s: {counts:?} locks each; {split} of {attempts} \
+         attempts split"
+    );
+    assert!(mean > 0);
+    assert!(
+        counts.iter().all(|&count| count * 2 >= mean),
+        "a waiter got less than half the mean: {counts:?}"
+    );
+}
