@@ -30,7 +30,8 @@
 //! The source is laid out the same way: `mutex/` (the public face: [`Mutex`],
 //! [`MutexBuilder`], [`Guard`]), `locker/` ([`Locker`]: locking by name), `engine/` (the
 //! state machine behind both, with the acquire loop and the watchdog as its children),
-//! `driver/` (the contract a backend implements), and the drivers `local/` and `redis/`.
+//! `driver/` (the contract a backend implements), and the drivers `local/` and `redis/`
+//! (which holds the quorum driver, `redis/redlock/`).
 //!
 //! - [`Mutex`], built by [`MutexBuilder`]: lock/unlock, the watchdog, loss signalling,
 //!   [`Stats`]. Scoped style through [`Guard`], or explicit `acquire`/`unlock`.
@@ -120,6 +121,11 @@ struct ReadmeDoctests;
 #[cfg(all(doctest, feature = "redis"))]
 #[doc = include_str!("../../docs/redis.md")]
 struct RedisGuideDoctests;
+
+/// The quorum guide's code blocks, compiled as doctests.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../docs/redlock.md")]
+struct RedlockGuideDoctests;
 
 /// The safety argument's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -164,7 +164,13 @@ impl StateMachineTest for ModelTest {
                 }
             }
             Op::RestartBackend(lose_state) => {
-                sut.fault(None, Action::BackendRestart { lose_state });
+                sut.fault(
+                    None,
+                    Action::BackendRestart {
+                        lose_state,
+                        on: Target::Backend,
+                    },
+                );
             }
         }
         sut.advance(SETTLE);

@@ -11,9 +11,10 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::ctx::{Ctx, ms, pair};
+use super::hosts::Hosts;
 use super::raw::{RawEntry, RawFault};
 use super::table::{self, Problem};
-use super::{Action, Fault, Target};
+use super::{Action, Fault};
 use crate::scenario::ScenarioError;
 
 /// Fault number `index` (from 1), checked against the run's `duration` and `clients`.
@@ -22,7 +23,7 @@ pub(super) fn fault(
     index: usize,
     entry: &Spanned<RawEntry>,
     duration: Duration,
-    clients: &[&str],
+    (clients, servers): (&[&str], usize),
 ) -> Result<Fault, ScenarioError> {
     let span = Some(entry.span());
     let entry = entry.get_ref();
@@ -53,7 +54,7 @@ pub(super) fn fault(
             "`at` {at:?} is not inside the run ({duration:?})"
         )));
     }
-    let hosts = Hosts { clients };
+    let hosts = Hosts { clients, servers };
     let action = action(raw, &hosts, ctx, span.clone()).map_err(|invalid| match invalid {
         Invalid::Fault(message) => fail(message),
         Invalid::Scenario(error) => error,
@@ -170,7 +171,7 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
 }
 
 /// A field that is missing, or whose value cannot be used: what it should be.
-fn needs(field: &str) -> String {
+pub(super) fn needs(field: &str) -> String {
     let what = match field {
         "between" => "`between`: two different hosts",
         "from" | "to" => "`from` and `to`: the direction that drops messages",
@@ -216,12 +217,16 @@ fn action(
             from: hosts.target(&from)?,
             to: hosts.target(&to)?,
         },
-        RawFault::Latency { latency, .. } => {
+        RawFault::Latency {
+            latency, between, ..
+        } => {
             let (low, high) = pair(ctx, Some(latency), (ms(0), ms(0)), "`latency`", span)
                 .map_err(Invalid::Scenario)?;
-            Action::Latency(low, high)
+            Action::Latency(low, high, hosts.links(between.as_deref())?)
         }
-        RawFault::Loss { rate, .. } if (0.0..=1.0).contains(&rate) => Action::Loss(rate),
+        RawFault::Loss { rate, between, .. } if (0.0..=1.0).contains(&rate) => {
+            Action::Loss(rate, hosts.links(between.as_deref())?)
+        }
         RawFault::Loss { .. } => return Err(needs("rate").into()),
         RawFault::Drift { host, drift, .. } if drift.is_finite() && drift > -1.0 => {
             Action::Drift(hosts.client(&host, true)?, drift)
@@ -229,7 +234,12 @@ fn action(
         RawFault::Drift { .. } => return Err(needs("drift").into()),
         RawFault::Pause { host, .. } => Action::Pause(hosts.client(&host, false)?),
         RawFault::Crash { host, .. } => Action::Crash(hosts.client(&host, false)?),
-        RawFault::BackendCrash { lose_state, .. } => Action::BackendCrash { lose_state },
+        RawFault::BackendCrash {
+            lose_state, host, ..
+        } => Action::BackendCrash {
+            lose_state,
+            on: hosts.servers(host.as_deref())?,
+        },
         RawFault::BackendRestart {
             lose_state: true,
             from_snapshot: true,
@@ -243,56 +253,23 @@ fn action(
         }
         RawFault::BackendRestart {
             from_snapshot: true,
+            host,
             ..
-        } => Action::BackendRestore,
-        RawFault::BackendRestart { lose_state, .. } => Action::BackendRestart { lose_state },
+        } => {
+            hosts.whole_backend(host.as_deref(), "a restart from a snapshot")?;
+            Action::BackendRestore
+        }
+        RawFault::BackendRestart {
+            lose_state, host, ..
+        } => Action::BackendRestart {
+            lose_state,
+            on: hosts.servers(host.as_deref())?,
+        },
         RawFault::BackendSnapshot { .. } => Action::BackendSnapshot,
         RawFault::BackendFailover { lag, .. } => Action::BackendFailover {
             lag: lag.map_or(Duration::ZERO, |lag| lag.0),
         },
     })
-}
-
-/// The hosts a fault may name: the scenario's clients, `holder`, `clients`, `backend`
-/// and `storage`.
-struct Hosts<'a> {
-    clients: &'a [&'a str],
-}
-
-impl Hosts<'_> {
-    fn target(&self, name: &str) -> Result<Target, String> {
-        Ok(match name {
-            "holder" => Target::Holder,
-            "clients" => Target::Clients,
-            "backend" => Target::Backend,
-            "storage" => Target::Storage,
-            client if self.clients.contains(&client) => Target::Client(client.to_owned()),
-            other => {
-                return Err(format!(
-                    "unknown host {other:?}: expected a client ({}), \"holder\", \"clients\", \"backend\" or \"storage\"",
-                    self.clients.join(", ")
-                ));
-            }
-        })
-    }
-
-    /// `host` of a fault on a client; a drift may also name the backend or the storage.
-    fn client(&self, name: &str, any_host: bool) -> Result<Target, String> {
-        match self.target(name)? {
-            Target::Backend | Target::Storage if !any_host => {
-                Err(format!("`host` must be a client, not {name:?}"))
-            }
-            found => Ok(found),
-        }
-    }
-
-    /// `between`: two different hosts.
-    fn two(&self, between: &[String]) -> Result<(Target, Target), String> {
-        match between {
-            [a, b] if a != b => Ok((self.target(a)?, self.target(b)?)),
-            _ => Err(needs("between")),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -17,6 +17,8 @@ const MAX_DURATION: Duration = Duration::from_secs(3600);
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(25);
 pub(super) const MIN_TICK: Duration = Duration::from_micros(100);
 pub(super) const MAX_TICK: Duration = Duration::from_millis(50);
+/// The most servers in a quorum.
+const MAX_SERVERS: usize = 9;
 /// The most clients in one scenario.
 const MAX_CLIENTS: usize = 200;
 /// The most mutexes one client host may run over its driver.
@@ -53,13 +55,15 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
     {
         None | Some(("redis", _)) => Backend::Redis,
         Some(("local", _)) => Backend::Local,
+        Some(("redlock", _)) => Backend::Redlock,
         Some((other, span)) => {
             return Err(ctx.error(
                 Some(span),
-                format!("unknown backend {other:?}: expected \"redis\" or \"local\""),
+                format!("unknown backend {other:?}: expected \"redis\", \"redlock\" or \"local\""),
             ));
         }
     };
+    let servers = servers(&ctx, &raw, backend)?;
     let promises = |list: &Option<Spanned<Vec<String>>>, default: &[Promise]| {
         let Some(list) = list else {
             return Ok(default.to_vec());
@@ -100,7 +104,9 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         .faults
         .iter()
         .enumerate()
-        .map(|(index, fault)| super::fault::fault(&ctx, index + 1, fault, duration, &names))
+        .map(|(index, fault)| {
+            super::fault::fault(&ctx, index + 1, fault, duration, (&names, servers))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     snapshots(&ctx, &raw, &faults, backend)?;
     Ok(Scenario {
@@ -110,6 +116,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         duration,
         tick,
         backend,
+        servers,
         check,
         expect,
         require,
@@ -127,6 +134,40 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         #[cfg(feature = "mutants")]
         script_edits: Vec::new(),
     })
+}
+
+/// `servers`: the quorum's size, for `backend = "redlock"` only (default 3).
+fn servers(ctx: &Ctx<'_>, raw: &RawScenario, backend: Backend) -> Result<usize, ScenarioError> {
+    let range = robit::redis::MIN_QUORUM_SERVERS..=MAX_SERVERS;
+    match (&raw.servers, backend) {
+        (None, Backend::Redlock) => Ok(robit::redis::MIN_QUORUM_SERVERS),
+        (None, _) => Ok(1),
+        (Some(servers), Backend::Redlock) => {
+            let count = usize::try_from(*servers.get_ref()).unwrap_or(usize::MAX);
+            if range.contains(&count) {
+                Ok(count)
+            } else {
+                Err(ctx.error(
+                    Some(servers.span()),
+                    format!(
+                        "`servers` must be between {} and {} for a quorum",
+                        range.start(),
+                        range.end()
+                    ),
+                ))
+            }
+        }
+        (Some(servers), _) => Err(ctx.error(
+            Some(servers.span()),
+            "`servers` is the size of a quorum: it needs `backend = \"redlock\"`",
+        )),
+    }
+}
+
+/// Whether `name` is a quorum server's host name: `backend` and a number.
+pub(crate) fn is_server_name(name: &str) -> bool {
+    name.strip_prefix("backend")
+        .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// A restart from a snapshot needs one taken before it, and the simulated Redis, the
@@ -269,11 +310,13 @@ fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, Sce
                 .name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid || RESERVED.contains(&client.name.as_str()) {
+        if !valid || RESERVED.contains(&client.name.as_str()) || client.name.starts_with("backend")
+        {
             return Err(ctx.error(
                 span,
                 format!(
-                    "client name {:?}: expected letters, digits, '-' or '_', and none of {RESERVED:?}",
+                    "client name {:?}: expected letters, digits, '-' or '_', none of {RESERVED:?}, \
+                     and not starting with \"backend\"",
                     client.name
                 ),
             ));

@@ -8,6 +8,7 @@
 mod ctx;
 mod error;
 mod fault;
+mod hosts;
 mod load;
 mod raw;
 mod table;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use crate::Promise;
 
 pub use self::error::ScenarioError;
+pub(crate) use self::load::is_server_name;
 
 /// A validated scenario.
 ///
@@ -53,6 +55,8 @@ pub struct Scenario {
     pub(crate) duration: Duration,
     pub(crate) tick: Duration,
     pub(crate) backend: Backend,
+    /// How many backend servers: 1, or the quorum's N for [`Backend::Redlock`].
+    pub(crate) servers: usize,
     pub(crate) check: Vec<Promise>,
     pub(crate) expect: Vec<Promise>,
     /// Event labels (`lost`, `write-rejected`, …) that must occur at least once.
@@ -184,9 +188,13 @@ impl Scenario {
         self.faults.iter().any(|fault| {
             matches!(
                 fault.action,
-                Action::BackendCrash { lose_state: true }
-                    | Action::BackendRestart { lose_state: true }
-                    | Action::BackendRestore
+                Action::BackendCrash {
+                    lose_state: true,
+                    ..
+                } | Action::BackendRestart {
+                    lose_state: true,
+                    ..
+                } | Action::BackendRestore
                     | Action::BackendFailover { .. }
             )
         })
@@ -262,6 +270,12 @@ impl Scenario {
     pub fn backend(&self) -> Backend {
         self.backend
     }
+
+    /// How many backend servers the run has: the quorum's size for
+    /// [`Backend::Redlock`], one otherwise.
+    pub fn servers(&self) -> usize {
+        self.servers
+    }
 }
 
 /// Which backend a scenario runs against.
@@ -280,6 +294,9 @@ pub enum Backend {
     Local,
     /// A simulated Redis, driven by robit's real Redis driver.
     Redis,
+    /// N simulated Redis servers, each its own host with its own clock, driven by
+    /// robit's `RedlockDriver` (a quorum of one `RedisDriver` per server).
+    Redlock,
 }
 
 impl std::fmt::Display for Backend {
@@ -287,6 +304,7 @@ impl std::fmt::Display for Backend {
         f.write_str(match self {
             Self::Local => "local",
             Self::Redis => "redis",
+            Self::Redlock => "redlock",
         })
     }
 }
@@ -356,7 +374,10 @@ pub(crate) enum Target {
     Holder,
     /// Every client.
     Clients,
+    /// Every backend server.
     Backend,
+    /// Some of a quorum's servers, by index from 0 (`backend1` is 0), in order.
+    Servers(Vec<usize>),
     Storage,
 }
 
@@ -406,16 +427,23 @@ pub(crate) enum Action {
         to: Target,
     },
     Clog(Target, Target),
-    Latency(Duration, Duration),
-    Loss(f64),
+    /// Latency `[low, high]` on the links between the two sets of hosts, or on every
+    /// link.
+    Latency(Duration, Duration, Option<(Target, Target)>),
+    /// Message loss at `rate` on the links between the two sets, or on every link.
+    Loss(f64, Option<(Target, Target)>),
     Drift(Target, f64),
     Pause(Target),
     Crash(Target),
+    /// The servers named (all of them: [`Target::Backend`]) crash.
     BackendCrash {
         lose_state: bool,
+        on: Target,
     },
+    /// The servers named restart at once.
     BackendRestart {
         lose_state: bool,
+        on: Target,
     },
     /// The backend saves its state (a Redis snapshot).
     BackendSnapshot,

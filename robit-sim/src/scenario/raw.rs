@@ -32,6 +32,8 @@ pub(crate) struct RawScenario {
     #[serde(default)]
     pub(crate) backend: Option<Spanned<String>>,
     #[serde(default)]
+    pub(crate) servers: Option<Spanned<u32>>,
+    #[serde(default)]
     pub(crate) check: Option<Spanned<Vec<String>>>,
     #[serde(default)]
     pub(crate) expect: Option<Spanned<Vec<String>>>,
@@ -169,6 +171,8 @@ pub(crate) enum RawFault {
         latency: [Dur; 2],
         #[serde(default)]
         when: Option<When>,
+        #[serde(default)]
+        between: Option<Vec<String>>,
     },
     Loss {
         at: Dur,
@@ -177,6 +181,8 @@ pub(crate) enum RawFault {
         rate: f64,
         #[serde(default)]
         when: Option<When>,
+        #[serde(default)]
+        between: Option<Vec<String>>,
     },
     Drift {
         at: Dur,
@@ -204,12 +210,16 @@ pub(crate) enum RawFault {
         length: Option<Dur>,
         #[serde(default)]
         lose_state: bool,
+        #[serde(default)]
+        host: Option<String>,
     },
     /// Instant: no `for`.
     BackendRestart {
         at: Dur,
         #[serde(default)]
         lose_state: bool,
+        #[serde(default)]
+        host: Option<String>,
         #[serde(default)]
         from_snapshot: bool,
     },

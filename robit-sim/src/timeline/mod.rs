@@ -77,7 +77,8 @@ impl Timeline {
                 }
                 _ => &event.who,
             };
-            if !NOT_CLIENTS.contains(&who.as_str()) && !clients.contains(who) {
+            let server = crate::scenario::is_server_name(who);
+            if !NOT_CLIENTS.contains(&who.as_str()) && !server && !clients.contains(who) {
                 clients.push(who.clone());
             }
         }

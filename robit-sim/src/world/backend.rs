@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use robit::Driver;
-use robit::redis::{FirstUse, RedisDriver};
+use robit::redis::{FirstUse, RedisDriver, RedlockDriver};
 use turmoil::Sim;
 
 use super::BACKEND;
@@ -24,6 +24,39 @@ const DRIVER_PORT: u16 = 7070;
 /// written by the server's first life, as on a Redis that has served locks before, so
 /// the first lock is not quarantined.
 const FENCE_KEY: &[u8] = b"{robit}:fence";
+
+/// One backend server: its host's name, its state and its clock. A scenario has one,
+/// named `backend`, or a quorum of them, `backend1` … `backendN`.
+pub(crate) struct Server {
+    pub(crate) host: String,
+    pub(crate) state: BackendState,
+    pub(crate) clock: SimClock,
+}
+
+/// The backend servers of `scenario`, or the one serving the driver `driver` builds.
+pub(crate) fn servers(
+    scenario: &Scenario,
+    seed: u64,
+    driver: Option<&DriverFactory>,
+) -> Vec<Server> {
+    let hosts: Vec<String> = match (driver, scenario.backend) {
+        (None, Backend::Redlock) => (1..=scenario.servers)
+            .map(|n| format!("{BACKEND}{n}"))
+            .collect(),
+        _ => vec![BACKEND.to_owned()],
+    };
+    hosts
+        .into_iter()
+        .map(|host| {
+            let clock = SimClock::new();
+            Server {
+                host,
+                state: BackendState::new(scenario, seed, driver, &clock),
+                clock,
+            }
+        })
+        .collect()
+}
 
 /// The backend's state, kept outside its host so it can survive (or not) a restart.
 pub(crate) enum BackendState {
@@ -50,7 +83,7 @@ impl BackendState {
         clock: &SimClock,
     ) -> Self {
         match (driver, scenario.backend) {
-            (None, Backend::Redis) => {
+            (None, Backend::Redis | Backend::Redlock) => {
                 let state = RedisState::new();
                 if let Some(window) = scenario.replica_window() {
                     state.replicate(window);
@@ -121,15 +154,21 @@ impl BackendState {
         }
     }
 
-    /// Registers the backend host, reporting to `history`.
-    pub(crate) fn install(&self, sim: &mut Sim<'_>, history: &History, clock: &SimClock) {
+    /// Registers the backend host `host`, reporting to `history`.
+    pub(crate) fn install(
+        &self,
+        sim: &mut Sim<'_>,
+        history: &History,
+        clock: &SimClock,
+        host: &str,
+    ) {
         match self {
             Self::Served { served, .. } => {
                 let (served, log) = (
                     Rc::clone(served),
                     BackendLog::new(history.clone(), clock.clone()),
                 );
-                sim.host(BACKEND, move || {
+                sim.host(host, move || {
                     let (driver, log) = (served.borrow().clone(), log.clone());
                     async move {
                         serve_driver(driver, DRIVER_PORT, log)
@@ -139,9 +178,9 @@ impl BackendState {
                 });
             }
             Self::Redis(state) => {
-                observe(state, history, clock);
+                observe(state, history, clock, host);
                 let (state, clock) = (state.clone(), clock.clone());
-                sim.host(BACKEND, move || {
+                sim.host(host, move || {
                     let server = SimRedis::new(state.clone(), clock.clone());
                     async move { server.serve(DEFAULT_PORT).await.map_err(Into::into) }
                 });
@@ -149,13 +188,15 @@ impl BackendState {
         }
     }
 
-    /// How the clients reach this backend.
-    pub(crate) fn client_driver(&self, scenario: &Scenario) -> ClientDriver {
+    /// How the clients reach this backend, on the hosts `hosts` (a quorum's servers, or
+    /// the one backend).
+    pub(crate) fn client_driver(&self, scenario: &Scenario, hosts: Vec<String>) -> ClientDriver {
         let ttl = scenario.lock.ttl;
         let timeout = (ttl / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
         match self {
             Self::Served { .. } => ClientDriver::Served { timeout },
             Self::Redis(_) => ClientDriver::Redis {
+                hosts,
                 quarantine: scenario.quarantine.unwrap_or(ttl * 2),
                 command_timeout: scenario.command_timeout.unwrap_or(timeout),
                 detect_failover: scenario.detect_failover,
@@ -165,8 +206,8 @@ impl BackendState {
 }
 
 /// Records the simulated Redis's grants, renewals and releases in true time.
-fn observe(state: &RedisState, history: &History, clock: &SimClock) {
-    let (history, clock) = (history.clone(), clock.clone());
+fn observe(state: &RedisState, history: &History, clock: &SimClock, host: &str) {
+    let (history, clock, host) = (history.clone(), clock.clone(), host.to_owned());
     // Renewals and releases name the owner; the checkers want the grant's token.
     let tokens: Mutex<BTreeMap<Vec<u8>, u64>> = Mutex::new(BTreeMap::new());
     state.on_event(move |event: &LockEvent| {
@@ -203,7 +244,7 @@ fn observe(state: &RedisState, history: &History, clock: &SimClock) {
                 until: clock.true_at(event.at + *ttl),
             },
         };
-        history.record_at(at, "backend", kind);
+        history.record_at(at, &host, kind);
     });
 }
 
@@ -213,7 +254,9 @@ pub(crate) enum ClientDriver {
     Served {
         timeout: Duration,
     },
+    /// The simulated Redis on each of `hosts`: one, or a quorum's.
     Redis {
+        hosts: Vec<String>,
         quarantine: Duration,
         command_timeout: Duration,
         detect_failover: bool,
@@ -224,21 +267,38 @@ impl ClientDriver {
     pub(crate) fn build(&self) -> Result<Arc<dyn Driver>, robit::BoxError> {
         Ok(match self {
             Self::Served { timeout } => Arc::new(RemoteDriver::new(BACKEND, DRIVER_PORT, *timeout)),
+            Self::Redis { hosts, .. } if hosts.len() == 1 => Arc::new(self.redis(&hosts[0])?),
+            Self::Redis { hosts, .. } => Arc::new(RedlockDriver::new(
+                hosts
+                    .iter()
+                    .map(|host| self.redis(host))
+                    .collect::<Result<Vec<_>, _>>()?,
+            )?),
+        })
+    }
+
+    /// robit's Redis driver to the simulated Redis on `host`.
+    fn redis(
+        &self,
+        host: &str,
+    ) -> Result<RedisDriver<SimConnector>, robit::redis::RedisConfigError> {
+        let (quarantine, command_timeout, detect_failover) = match self {
             Self::Redis {
                 quarantine,
                 command_timeout,
                 detect_failover,
-            } => Arc::new(
-                // Strict about first use: a client process that starts after a loss of
-                // state would otherwise take the namespace for a new one (docs/safety.md,
-                // "First use"), and the checkers hold every client to the promises.
-                RedisDriver::with_connector(SimConnector::new(BACKEND, DEFAULT_PORT))
-                    .quarantine(*quarantine)
-                    .first_use(FirstUse::Quarantine)
-                    .command_timeout(*command_timeout)
-                    .detect_failover(*detect_failover)
-                    .build()?,
-            ),
-        })
+                ..
+            } => (*quarantine, *command_timeout, *detect_failover),
+            Self::Served { timeout } => (Duration::ZERO, *timeout, true),
+        };
+        // Strict about first use: a client process that starts after a loss of state
+        // would otherwise take the namespace for a new one (docs/safety.md, "First
+        // use"), and the checkers hold every client to the promises.
+        RedisDriver::with_connector(SimConnector::new(host, DEFAULT_PORT))
+            .quarantine(quarantine)
+            .first_use(FirstUse::Quarantine)
+            .command_timeout(command_timeout)
+            .detect_failover(detect_failover)
+            .build()
     }
 }

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use turmoil::Sim;
 
-use super::BACKEND;
 use super::storage;
 use crate::check::{Beliefs, End};
 use crate::history::host_of;
@@ -17,8 +16,11 @@ pub(crate) trait Hosts {
     /// When the latest-ending hold in progress on the host ends (true time), if one of
     /// its mutexes is in the middle of a hold.
     fn poised_until(&self, host: &str) -> Option<Duration>;
+    /// The backend's servers' host names: `backend`, or a quorum's `backend1` … .
+    fn backend_names(&self) -> Vec<String>;
     fn clock(&self, host: &str) -> Option<SimClock>;
-    fn lose_backend_state(&mut self);
+    /// The backend server `host` forgets everything.
+    fn lose_backend_state(&mut self, host: &str);
     /// Saves the backend's state, as a Redis snapshot does.
     fn snapshot_backend(&mut self);
     /// Puts back the backend's last saved state: the grants since are lost.
@@ -108,14 +110,21 @@ fn resolve(target: &Target, on: &Context<'_>) -> Vec<String> {
             vec![holder.unwrap_or_else(|| clients.first().cloned().unwrap_or_default())]
         }
         Target::Clients => hosts.client_names(),
-        Target::Backend => vec![BACKEND.to_owned()],
+        Target::Backend => hosts.backend_names(),
+        Target::Servers(indices) => {
+            let names = hosts.backend_names();
+            indices
+                .iter()
+                .filter_map(|index| names.get(*index).cloned())
+                .collect()
+        }
         Target::Storage => vec![storage::HOST.to_owned()],
     }
 }
 
 fn all_hosts(hosts: &dyn Hosts) -> Vec<String> {
     let mut all = hosts.client_names();
-    all.push(BACKEND.to_owned());
+    all.extend(hosts.backend_names());
     all.push(storage::HOST.to_owned());
     all
 }
@@ -148,12 +157,16 @@ pub(crate) fn start(
         Action::Partition(x, y) | Action::Clog(x, y) => (resolve(x, &on), resolve(y, &on)),
         Action::PartitionOneway { from, to } => (resolve(from, &on), resolve(to, &on)),
         Action::Drift(x, _) | Action::Pause(x) | Action::Crash(x) => (resolve(x, &on), Vec::new()),
-        Action::Latency(..) | Action::Loss(_) => (all_hosts(hosts), all_hosts(hosts)),
-        Action::BackendCrash { .. }
-        | Action::BackendRestart { .. }
-        | Action::BackendSnapshot
-        | Action::BackendRestore
-        | Action::BackendFailover { .. } => (vec![BACKEND.to_owned()], Vec::new()),
+        Action::Latency(.., Some((x, y))) | Action::Loss(_, Some((x, y))) => {
+            (resolve(x, &on), resolve(y, &on))
+        }
+        Action::Latency(..) | Action::Loss(..) => (all_hosts(hosts), all_hosts(hosts)),
+        Action::BackendCrash { on: x, .. } | Action::BackendRestart { on: x, .. } => {
+            (resolve(x, &on), Vec::new())
+        }
+        Action::BackendSnapshot | Action::BackendRestore | Action::BackendFailover { .. } => {
+            (hosts.backend_names(), Vec::new())
+        }
     };
     let what = describe(&fault.action, &a, &b);
     let recorded = match &fault.action {
@@ -177,13 +190,13 @@ pub(crate) fn start(
         Action::Clog(..) => pairs(&a, &b)
             .iter()
             .for_each(|(x, y)| sim.hold(x.as_str(), y.as_str())),
-        Action::Latency(low, high) => {
+        Action::Latency(low, high, _) => {
             for (x, y) in pairs(&a, &b) {
                 sim.set_link_latency(x.as_str(), y.as_str(), *low);
                 sim.set_link_max_message_latency(x.as_str(), y.as_str(), *high);
             }
         }
-        Action::Loss(rate) => {
+        Action::Loss(rate, _) => {
             for (x, y) in pairs(&a, &b) {
                 sim.set_link_fail_rate(x.as_str(), y.as_str(), *rate);
             }
@@ -212,37 +225,39 @@ pub(crate) fn start(
                 history.record_at(now, host, EventKind::Crashed);
             }
         }
-        Action::BackendCrash { lose_state } => {
-            sim.crash(BACKEND);
-            if *lose_state {
-                hosts.lose_backend_state();
-                history.record_at(now, BACKEND, EventKind::BackendStateLost);
+        Action::BackendCrash { lose_state, .. } | Action::BackendRestart { lose_state, .. } => {
+            let restart = matches!(fault.action, Action::BackendRestart { .. });
+            for host in &a {
+                sim.crash(host.as_str());
+                if *lose_state {
+                    hosts.lose_backend_state(host);
+                    history.record_at(now, host, EventKind::BackendStateLost);
+                }
+                if restart {
+                    sim.bounce(host.as_str());
+                }
             }
-        }
-        Action::BackendRestart { lose_state } => {
-            sim.crash(BACKEND);
-            if *lose_state {
-                hosts.lose_backend_state();
-                history.record_at(now, BACKEND, EventKind::BackendStateLost);
-            }
-            sim.bounce(BACKEND);
         }
         Action::BackendSnapshot => hosts.snapshot_backend(),
         Action::BackendRestore => {
-            sim.crash(BACKEND);
+            a.iter().for_each(|host| sim.crash(host.as_str()));
             hosts.restore_backend();
-            history.record_at(now, BACKEND, EventKind::BackendStateLost);
-            sim.bounce(BACKEND);
+            for host in &a {
+                history.record_at(now, host, EventKind::BackendStateLost);
+                sim.bounce(host.as_str());
+            }
         }
         Action::BackendFailover { lag } => {
             // The clients' connections to the old primary break; they reconnect to the
             // same address, now the promoted replica's, as Sentinel would steer them.
-            sim.crash(BACKEND);
+            a.iter().for_each(|host| sim.crash(host.as_str()));
             hosts.fail_over_backend(now, *lag);
-            if !lag.is_zero() {
-                history.record_at(now, BACKEND, EventKind::BackendStateLost);
+            for host in &a {
+                if !lag.is_zero() {
+                    history.record_at(now, host, EventKind::BackendStateLost);
+                }
+                sim.bounce(host.as_str());
             }
-            sim.bounce(BACKEND);
         }
     }
     if recorded {
@@ -306,7 +321,7 @@ pub(crate) fn end(
                 sim.set_link_max_message_latency(x.as_str(), y.as_str(), base.1);
             }
         }
-        Action::Loss(_) => {
+        Action::Loss(..) => {
             for (x, y) in pairs(a, b) {
                 sim.set_link_fail_rate(x.as_str(), y.as_str(), 0.0);
             }
@@ -331,7 +346,7 @@ pub(crate) fn end(
                 history.record_at(now, host, EventKind::Restarted);
             }
         }
-        Action::BackendCrash { .. } => sim.bounce(BACKEND),
+        Action::BackendCrash { .. } => a.iter().for_each(|host| sim.bounce(host.as_str())),
         Action::BackendRestart { .. }
         | Action::BackendSnapshot
         | Action::BackendRestore
@@ -352,26 +367,34 @@ pub(crate) fn end(
 fn describe(action: &Action, a: &[String], b: &[String]) -> String {
     let a_names = a.join("+");
     let b_names = b.join("+");
+    let links = |between: &Option<(crate::scenario::Target, crate::scenario::Target)>| {
+        between
+            .as_ref()
+            .map_or_else(String::new, |_| format!(" {a_names} | {b_names}"))
+    };
+    // A quorum's servers are named; the one backend is not.
+    let servers = if a.len() == 1 && a[0] == super::BACKEND {
+        String::new()
+    } else {
+        format!(" {a_names}")
+    };
+    let losing = |lose: bool| if lose { " losing state" } else { "" };
     match action {
         Action::Partition(..) => format!("partition {a_names} | {b_names}"),
         Action::PartitionOneway { .. } => format!("partition {a_names} -> {b_names}"),
         Action::Clog(..) => format!("clog {a_names} | {b_names}"),
-        Action::Latency(low, high) => format!("latency {low:?}..{high:?}"),
-        Action::Loss(rate) => format!("loss {rate}"),
+        Action::Latency(low, high, between) => {
+            format!("latency {low:?}..{high:?}{}", links(between))
+        }
+        Action::Loss(rate, between) => format!("loss {rate}{}", links(between)),
         Action::Drift(_, drift) => format!("drift {a_names} {drift:+}"),
         Action::Pause(_) => format!("pause {a_names}"),
         Action::Crash(_) => format!("crash {a_names}"),
-        Action::BackendCrash { lose_state } => {
-            format!(
-                "backend crash{}",
-                if *lose_state { " losing state" } else { "" }
-            )
+        Action::BackendCrash { lose_state, .. } => {
+            format!("backend crash{servers}{}", losing(*lose_state))
         }
-        Action::BackendRestart { lose_state } => {
-            format!(
-                "backend restart{}",
-                if *lose_state { " losing state" } else { "" }
-            )
+        Action::BackendRestart { lose_state, .. } => {
+            format!("backend restart{servers}{}", losing(*lose_state))
         }
         Action::BackendSnapshot => "backend snapshot".to_owned(),
         Action::BackendRestore => "backend restart from its snapshot".to_owned(),

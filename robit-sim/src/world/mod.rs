@@ -65,6 +65,12 @@ pub enum RunError {
         "a simulation cannot run inside a tokio runtime (it runs one per simulated host); call it from a plain #[test] or from spawn_blocking"
     )]
     InsideRuntime,
+    /// A driver under test is served from one backend host: a scenario of a quorum of
+    /// servers (`backend = "redlock"`) has no place for it.
+    #[error(
+        "scenario {0:?} runs a quorum of simulated Redis servers; a driver under test is served from one backend host, so it cannot run there"
+    )]
+    QuorumScenario(String),
 }
 
 /// Runs `scenario` with `seed`: a pure function of the two.
@@ -94,6 +100,9 @@ fn run_with(
 ) -> Result<Run, RunError> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(RunError::InsideRuntime);
+    }
+    if driver.is_some() && scenario.servers > 1 {
+        return Err(RunError::QuorumScenario(scenario.name.clone()));
     }
     let mut world = SimWorld::new(scenario, seed, false, driver);
     // The schedule: (instant, order, fault index, started fault to undo).

@@ -11,10 +11,10 @@ use robit::FenceGate;
 use tokio::sync::mpsc::UnboundedSender;
 use turmoil::Sim;
 
-use super::backend::BackendState;
+use super::backend::{self, Server};
 use super::client::{ClientHost, Command, PoisedHolds, Software};
 use super::faults::{self, Applied, Hosts};
-use super::{BACKEND, RunError, storage};
+use super::{RunError, storage};
 use crate::remote::DriverFactory;
 use crate::scenario::Fault;
 use crate::{History, Scenario, SimClock};
@@ -29,8 +29,8 @@ struct Handles {
     /// Per client host, when the holds of its mutexes that are mid-hold end (see
     /// `ClientHost`).
     poised: BTreeMap<String, PoisedHolds>,
-    backend: BackendState,
-    backend_clock: SimClock,
+    /// The backend's servers: one, or a quorum's.
+    backends: Vec<Server>,
     drift_bound: f64,
     ttl: Duration,
 }
@@ -50,28 +50,47 @@ impl Hosts for Handles {
         self.ttl
     }
 
-    fn clock(&self, host: &str) -> Option<SimClock> {
-        if host == BACKEND {
-            return Some(self.backend_clock.clone());
-        }
-        self.clocks.get(host).cloned()
+    fn backend_names(&self) -> Vec<String> {
+        self.backends
+            .iter()
+            .map(|server| server.host.clone())
+            .collect()
     }
 
-    fn lose_backend_state(&mut self) {
-        self.backend.lose(&self.backend_clock);
+    fn clock(&self, host: &str) -> Option<SimClock> {
+        match self.backends.iter().find(|server| server.host == host) {
+            Some(server) => Some(server.clock.clone()),
+            None => self.clocks.get(host).cloned(),
+        }
+    }
+
+    fn lose_backend_state(&mut self, host: &str) {
+        for server in self
+            .backends
+            .iter_mut()
+            .filter(|server| server.host == host)
+        {
+            server.state.lose(&server.clock);
+        }
     }
 
     fn snapshot_backend(&mut self) {
-        self.backend.snapshot();
+        self.backends
+            .iter_mut()
+            .for_each(|server| server.state.snapshot());
     }
 
     fn restore_backend(&mut self) {
-        self.backend.restore();
+        self.backends
+            .iter_mut()
+            .for_each(|server| server.state.restore());
     }
 
     fn fail_over_backend(&mut self, now: Duration, lag: Duration) {
-        self.backend
-            .fail_over(self.backend_clock.local_at(now), lag);
+        for server in &mut self.backends {
+            let at = server.clock.local_at(now);
+            server.state.fail_over(at, lag);
+        }
     }
 
     fn drift_bound(&self) -> f64 {
@@ -99,13 +118,11 @@ impl SimWorld<'_> {
         driver: Option<&DriverFactory>,
     ) -> Self {
         let history = History::new();
-        let backend_clock = SimClock::new();
         let handles = Handles {
             clients: scenario.client_names(),
             clocks: BTreeMap::new(),
             poised: BTreeMap::new(),
-            backend: BackendState::new(scenario, seed, driver, &backend_clock),
-            backend_clock,
+            backends: backend::servers(scenario, seed, driver),
             drift_bound: scenario.lock.drift_factor,
             ttl: scenario.lock.ttl,
         };
@@ -132,9 +149,11 @@ impl SimWorld<'_> {
     }
 
     fn add_backend(&mut self) {
-        self.handles
-            .backend
-            .install(&mut self.sim, &self.history, &self.handles.backend_clock);
+        for server in &self.handles.backends {
+            server
+                .state
+                .install(&mut self.sim, &self.history, &server.clock, &server.host);
+        }
     }
 
     fn add_storage(&mut self, fencing: bool) {
@@ -152,7 +171,9 @@ impl SimWorld<'_> {
 
     fn add_clients(&mut self, scenario: &Scenario, seed: u64, commanded: bool) {
         let mut commands = commanded.then(BTreeMap::new);
-        let driver = self.handles.backend.client_driver(scenario);
+        let driver = self.handles.backends[0]
+            .state
+            .client_driver(scenario, self.handles.backend_names());
         for (index, client) in scenario.clients.iter().enumerate() {
             let clock = SimClock::new();
             if client.drift != 0.0 {

@@ -12,9 +12,9 @@ use crate::table::{Table, Unit, percentile};
 use crate::{RSLOCK, Setup, scale};
 
 /// How long each contender holds the lock (a tokio sleep, which rounds up).
-const HOLD: Duration = Duration::from_millis(1);
+pub(crate) const HOLD: Duration = Duration::from_millis(1);
 /// Tasks, all on one key.
-const CONTENDERS: usize = 8;
+pub(crate) const CONTENDERS: usize = 8;
 
 /// One acquisition: who, when it was asked for, when it was granted.
 struct Record {
@@ -27,16 +27,17 @@ struct Record {
 /// the measured window, so that a request made inside the window waits against full
 /// contention however long it takes. Acquisitions and shares count those granted inside
 /// the window; waits, the requests made inside it; the work, everything.
-struct Contended {
+pub(crate) struct Contended {
     records: Vec<Record>,
     /// Requests made inside the window that gave up after the wait budget.
-    gave_up: usize,
-    window: Duration,
+    pub(crate) gave_up: usize,
+    pub(crate) window: Duration,
     stop_at: Instant,
-    work: Work,
+    pub(crate) work: Work,
 }
 
-async fn contend<L: Locker>(
+/// Runs `lockers`, one task each, all on one key, for `window`; see [`Contended`].
+pub(crate) async fn contend<L: Locker>(
     lockers: Vec<L>,
     meter: &mut Meter,
     trips: &RoundTrips,
@@ -48,34 +49,8 @@ async fn contend<L: Locker>(
     let handles: Vec<_> = lockers
         .into_iter()
         .enumerate()
-        .map(|(task, mut locker)| {
-            let past_window = Arc::clone(&past_window);
-            tokio::spawn(async move {
-                let (mut records, mut gave_up, mut past) = (Vec::new(), 0, false);
-                loop {
-                    let asked = Instant::now();
-                    if asked >= stop_at && !past {
-                        past = true;
-                        past_window.fetch_add(1, Ordering::Relaxed);
-                    }
-                    if past && past_window.load(Ordering::Relaxed) == CONTENDERS {
-                        break;
-                    }
-                    let Some(held) = locker.lock().await else {
-                        gave_up += usize::from(asked < stop_at);
-                        continue;
-                    };
-                    let acquired = Instant::now();
-                    tokio::time::sleep(HOLD).await;
-                    locker.unlock(held).await;
-                    records.push(Record {
-                        task,
-                        asked,
-                        acquired,
-                    });
-                }
-                (records, gave_up)
-            })
+        .map(|(task, locker)| {
+            tokio::spawn(contender(task, locker, stop_at, Arc::clone(&past_window)))
         })
         .collect();
     let (mut records, mut gave_up) = (Vec::new(), 0);
@@ -93,18 +68,51 @@ async fn contend<L: Locker>(
     }
 }
 
+/// One task of [`contend`]: its acquisitions, and how often it gave up inside the window.
+async fn contender<L: Locker>(
+    task: usize,
+    mut locker: L,
+    stop_at: Instant,
+    past_window: Arc<AtomicUsize>,
+) -> (Vec<Record>, usize) {
+    let (mut records, mut gave_up, mut past) = (Vec::new(), 0, false);
+    loop {
+        let asked = Instant::now();
+        if asked >= stop_at && !past {
+            past = true;
+            past_window.fetch_add(1, Ordering::Relaxed);
+        }
+        if past && past_window.load(Ordering::Relaxed) == CONTENDERS {
+            break;
+        }
+        let Some(held) = locker.lock().await else {
+            gave_up += usize::from(asked < stop_at);
+            continue;
+        };
+        let acquired = Instant::now();
+        tokio::time::sleep(HOLD).await;
+        locker.unlock(held).await;
+        records.push(Record {
+            task,
+            asked,
+            acquired,
+        });
+    }
+    (records, gave_up)
+}
+
 impl Contended {
-    fn figures(self) -> Vec<f64> {
+    /// Each task's acquisitions granted inside the window.
+    pub(crate) fn shares(&self) -> [usize; CONTENDERS] {
         let mut per_task = [0_usize; CONTENDERS];
         for record in self.records.iter().filter(|r| r.acquired <= self.stop_at) {
             per_task[record.task] += 1;
         }
-        let acquired: usize = per_task.iter().sum();
-        let mean = acquired as f64 / CONTENDERS as f64;
-        let (min, max) = (
-            per_task.iter().min().unwrap(),
-            per_task.iter().max().unwrap(),
-        );
+        per_task
+    }
+
+    /// The waits (request → grant) of the requests made inside the window, sorted.
+    pub(crate) fn waits(&self) -> Vec<Duration> {
         let mut waits: Vec<Duration> = self
             .records
             .iter()
@@ -112,7 +120,24 @@ impl Contended {
             .map(|r| r.acquired - r.asked)
             .collect();
         waits.sort();
-        let mut figures = self.work.per(self.records.len()).to_vec();
+        waits
+    }
+
+    /// Every acquisition, inside the window or after it: what the work is spread over.
+    pub(crate) fn acquisitions(&self) -> usize {
+        self.records.len()
+    }
+
+    fn figures(self) -> Vec<f64> {
+        let per_task = self.shares();
+        let acquired: usize = per_task.iter().sum();
+        let mean = acquired as f64 / CONTENDERS as f64;
+        let (min, max) = (
+            per_task.iter().min().unwrap(),
+            per_task.iter().max().unwrap(),
+        );
+        let waits = self.waits();
+        let mut figures = self.work.per(self.acquisitions()).to_vec();
         figures.extend([
             acquired as f64 / self.window.as_secs_f64(),
             *min as f64,
@@ -168,7 +193,7 @@ pub(crate) async fn run(setup: &mut Setup) {
     let run = contend(robit, meter, robit_trips, window).await;
     table.column("robit", run.figures());
     for delay in RSLOCK_DELAYS {
-        let manager = rslock_manager(&server.url(), delay);
+        let manager = rslock_manager(vec![server.url()], delay);
         cycle(&mut Rslock::new(&manager, "contended")).await;
         let rslock = (0..CONTENDERS)
             .map(|_| Rslock::new(&manager, "contended"))

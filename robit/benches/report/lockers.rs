@@ -3,10 +3,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use robit::redis::RedisDriver;
-use robit::{Guard, LockError, Mutex, Wait};
+use robit::{Driver, Guard, LockError, Mutex, Wait};
 use robit_test_support::bench::TTL;
-use robit_test_support::redis::CountingConnector;
 use rslock::LockManager;
 
 /// How long a contended lock call may wait before giving up, for both libraries.
@@ -22,11 +20,12 @@ pub(crate) trait Locker: Send + 'static {
     fn unlock(&mut self, held: Self::Held) -> impl Future<Output = ()> + Send;
 }
 
-/// robit's mutex on the bench's driver: default settings but the TTL and the wait.
+/// robit's mutex on one of the bench's drivers (one server, or the quorum): default
+/// settings but the TTL and the wait.
 pub(crate) struct Robit(Mutex);
 
 impl Robit {
-    pub(crate) fn new(driver: &RedisDriver<CountingConnector>, name: &str) -> Self {
+    pub(crate) fn new(driver: &(impl Driver + Clone), name: &str) -> Self {
         Self(
             Mutex::builder(name, driver.clone())
                 .ttl(TTL)
@@ -53,7 +52,8 @@ impl Locker for Robit {
     }
 }
 
-/// rslock's manager, on the bench's one server (quorum 1), for one key.
+/// rslock's manager, on the bench's one server (quorum 1) or its three (quorum 2), for
+/// one key.
 pub(crate) struct Rslock {
     manager: LockManager,
     key: String,
@@ -107,9 +107,9 @@ pub(crate) fn rslock_attempts(delay_ms: u64) -> u32 {
     (WAIT_BUDGET.as_secs_f64() / rslock_mean_sleep(delay_ms).as_secs_f64()).round() as u32 + 1
 }
 
-/// A manager for `url` that retries with `delay` as often as makes [`WAIT_BUDGET`].
-pub(crate) fn rslock_manager(url: &str, delay_ms: u64) -> LockManager {
-    let mut manager = LockManager::new(vec![url]);
+/// A manager for `urls` that retries with `delay` as often as makes [`WAIT_BUDGET`].
+pub(crate) fn rslock_manager(urls: Vec<String>, delay_ms: u64) -> LockManager {
+    let mut manager = LockManager::new(urls);
     manager.set_retry(rslock_attempts(delay_ms), Duration::from_millis(delay_ms));
     manager
 }

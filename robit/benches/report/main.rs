@@ -1,15 +1,18 @@
 //! The comparison tables: robit's Redis driver next to rslock (Redlock, on one server),
 //! measured in the same run, against the same `redis-server` (started by the bench on a
-//! free port), with the same TTL, on the same single-threaded runtime.
+//! free port), with the same TTL, on the same single-threaded runtime; then both on a
+//! quorum of three servers of the bench's own.
 //!
 //! `cargo bench -p robit --bench report` — a bench binary, not a test: it reports, it
 //! does not assert. `ROBIT_BENCH_SCALE=0.3` shortens every scenario.
 //!
-//! Three scenarios, one module each: one task locking and unlocking one key
+//! Four scenarios, one module each: one task locking and unlocking one key
 //! ([`uncontended`]), 64 tasks on distinct keys ([`throughput`]), 8 tasks on one key
-//! ([`contention`]). Each reports, per lock + unlock cycle, the round trips, the
-//! commands Redis ran (those inside scripts included), the server's CPU time and the
-//! client's ([`meter`]), then the wall-clock figures.
+//! ([`contention`]), and the first and last again on three servers: robit's
+//! `RedlockDriver` and rslock's `LockManager` over the same three, next to robit's
+//! single-server driver ([`quorum`]). Each reports, per lock + unlock cycle, the round
+//! trips, the commands Redis ran (those inside scripts included), the servers' CPU time
+//! and the client's ([`meter`]), then the wall-clock figures.
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -20,6 +23,7 @@
 mod contention;
 mod lockers;
 mod meter;
+mod quorum;
 mod table;
 mod throughput;
 mod uncontended;
@@ -65,7 +69,7 @@ fn main() {
     let driver = robit_driver(&server, &round_trips);
     runtime().block_on(async {
         let mut setup = Setup {
-            meter: Meter::new(&server).await,
+            meter: Meter::new([&server]).await,
             server,
             driver,
             robit: RoundTrips::Client(round_trips),
@@ -83,5 +87,6 @@ fn main() {
         uncontended::run(&mut setup).await;
         throughput::run(&mut setup).await;
         contention::run(&mut setup).await;
+        quorum::run(&mut setup).await;
     });
 }

@@ -1,6 +1,6 @@
-//! Measuring what a library cost the server and the client over a stretch of a run:
-//! round trips, the commands Redis ran (those inside scripts included), the server's CPU
-//! time and the client's.
+//! Measuring what a library cost the servers and the client over a stretch of a run:
+//! round trips, the commands Redis ran (those inside scripts included), the servers' CPU
+//! time and the client's. Over several servers (a quorum), each figure is their sum.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -57,10 +57,11 @@ impl Work {
     }
 }
 
-/// Measures the server's work from its statistics, read over a connection of the
+/// Measures the servers' work from their statistics, read over connections of the
 /// bench's own, and the client's from the system's accounting of this process.
 pub(crate) struct Meter {
-    admin: MultiplexedConnection,
+    /// One per server; every figure is summed over them.
+    admin: Vec<MultiplexedConnection>,
     server_cpu_at_reset: f64,
     client_cpu_at_reset: f64,
     trips_at_reset: u64,
@@ -95,43 +96,59 @@ fn client_cpu() -> f64 {
 }
 
 impl Meter {
-    pub(crate) async fn new(server: &RedisServer) -> Self {
+    /// A meter summing over `servers`.
+    pub(crate) async fn new(servers: impl IntoIterator<Item = &RedisServer>) -> Self {
+        let mut admin = Vec::new();
+        for server in servers {
+            admin.push(server.admin().await);
+        }
         Self {
-            admin: server.admin().await,
+            admin,
             server_cpu_at_reset: 0.0,
             client_cpu_at_reset: 0.0,
             trips_at_reset: 0,
         }
     }
 
-    async fn info(&mut self, section: &str) -> String {
-        redis::cmd("INFO")
-            .arg(section)
-            .query_async(&mut self.admin)
-            .await
-            .unwrap()
+    /// Every server's answer to `INFO section`.
+    async fn info(&mut self, section: &str) -> Vec<String> {
+        let mut answers = Vec::with_capacity(self.admin.len());
+        for admin in &mut self.admin {
+            answers.push(
+                redis::cmd("INFO")
+                    .arg(section)
+                    .query_async(admin)
+                    .await
+                    .unwrap(),
+            );
+        }
+        answers
     }
 
+    /// The first server's version.
     pub(crate) async fn version(&mut self) -> String {
-        info_field(&self.info("server").await, "redis_version").to_owned()
+        info_field(&self.info("server").await[0], "redis_version").to_owned()
     }
 
-    /// The server process's CPU time so far, in s.
+    /// The server processes' CPU time so far, in s, summed.
     async fn server_cpu(&mut self) -> f64 {
-        let info = self.info("cpu").await;
-        ["used_cpu_sys", "used_cpu_user"]
+        let infos = self.info("cpu").await;
+        let field = |info: &String, name: &str| info_field(info, name).parse::<f64>().unwrap();
+        infos
             .iter()
-            .map(|name| info_field(&info, name).parse::<f64>().unwrap())
+            .map(|info| field(info, "used_cpu_sys") + field(info, "used_cpu_user"))
             .sum()
     }
 
     /// Starts a measured stretch of the library whose round trips `trips` counts.
     pub(crate) async fn reset(&mut self, trips: &RoundTrips) {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query_async(&mut self.admin)
-            .await
-            .unwrap();
+        for admin in &mut self.admin {
+            let _: () = redis::cmd("CONFIG")
+                .arg("RESETSTAT")
+                .query_async(admin)
+                .await
+                .unwrap();
+        }
         self.server_cpu_at_reset = self.server_cpu().await;
         self.trips_at_reset = match trips {
             RoundTrips::Client(counter) => counter.load(Ordering::Relaxed),
@@ -158,22 +175,28 @@ impl Meter {
         }
     }
 
-    /// Calls per command since the last `CONFIG RESETSTAT` (`INFO commandstats`), but
-    /// for the bench's own.
+    /// Calls per command since the last `CONFIG RESETSTAT` (`INFO commandstats`), summed
+    /// over the servers, but for the bench's own.
     async fn calls(&mut self) -> BTreeMap<String, u64> {
-        self.info("commandstats")
-            .await
-            .lines()
-            .filter_map(|line| {
-                let (name, fields) = line.strip_prefix("cmdstat_")?.split_once(':')?;
-                let calls = fields
-                    .split(',')
-                    .find_map(|f| f.strip_prefix("calls="))?
-                    .parse()
-                    .ok()?;
-                Some((name.to_owned(), calls))
-            })
-            .filter(|(name, _)| name != "info" && !name.starts_with("config|"))
-            .collect()
+        let mut calls = BTreeMap::new();
+        for info in self.info("commandstats").await {
+            for (name, n) in info.lines().filter_map(command_calls) {
+                if name != "info" && !name.starts_with("config|") {
+                    *calls.entry(name.to_owned()).or_default() += n;
+                }
+            }
+        }
+        calls
     }
+}
+
+/// A command's name and calls, from a line of `INFO commandstats`.
+fn command_calls(line: &str) -> Option<(&str, u64)> {
+    let (name, fields) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+    let calls = fields
+        .split(',')
+        .find_map(|f| f.strip_prefix("calls="))?
+        .parse()
+        .ok()?;
+    Some((name, calls))
 }

@@ -10,17 +10,35 @@ use crate::table::{Table, Unit, percentile};
 use crate::{RSLOCK, Setup, scaled};
 
 /// Measured rounds per library, alternating which goes first.
-const ROUNDS: usize = 10;
+pub(crate) const ROUNDS: usize = 10;
 
+/// One library's cycles, one after another, over the measured rounds.
 #[derive(Default)]
-struct Solo {
+pub(crate) struct Solo {
     samples: Vec<Duration>,
     elapsed: Duration,
     work: Work,
+    /// How long a round waits, its time taken, before it reads the meter.
+    settle: Duration,
 }
 
 impl Solo {
-    async fn round(&mut self, locker: &mut impl Locker, meter: &mut Meter, trips: &RoundTrips) {
+    /// One whose rounds wait `settle` before they read the meter: for a quorum, whose
+    /// last servers' answers may still come, and their grants be given back, after a
+    /// cycle returned.
+    pub(crate) fn settling(settle: Duration) -> Self {
+        Self {
+            settle,
+            ..Self::default()
+        }
+    }
+
+    pub(crate) async fn round(
+        &mut self,
+        locker: &mut impl Locker,
+        meter: &mut Meter,
+        trips: &RoundTrips,
+    ) {
         meter.reset(trips).await;
         let start = Instant::now();
         for _ in 0..scaled(500) {
@@ -29,10 +47,15 @@ impl Solo {
             self.samples.push(t.elapsed());
         }
         self.elapsed += start.elapsed();
+        if !self.settle.is_zero() {
+            tokio::time::sleep(self.settle).await;
+        }
         self.work += meter.read(trips).await;
     }
 
-    fn figures(mut self) -> Vec<f64> {
+    /// Round trips, commands, server CPU and client CPU per cycle, then cycles/s and
+    /// the cycle's p50 and p99.
+    pub(crate) fn figures(mut self) -> Vec<f64> {
         self.samples.sort();
         let n = self.samples.len();
         let mut figures = self.work.per(n).to_vec();

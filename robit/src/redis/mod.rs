@@ -48,6 +48,11 @@
 //! into 1,024 buckets by lock name, each with its own fencing counter and quarantine, so
 //! that its locks spread over every master (docs/redis.md, "Redis Cluster").
 //!
+//! # A quorum of servers
+//!
+//! [`RedlockDriver`] holds a lock on a majority of N independent servers, each a
+//! `RedisDriver` of its own (docs/redlock.md).
+//!
 //! # Example
 //!
 //! ```no_run

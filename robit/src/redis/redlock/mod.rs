@@ -1,31 +1,5 @@
 //! Redlock: one lock over N independent Redis servers, held by a majority of them.
-//!
-//! Each server is a [`RedisDriver`] of its own, with everything it does alone: its
-//! connection and subscription, its fair queue, its quarantine after state loss, its
-//! failover detection. An acquire claims the lock on every server at once and holds it
-//! once a majority granted; the grants it got without a majority are given back at once.
-//! Renewals need a majority; a release goes to every server.
-//!
-//! # Validity
-//!
-//! Every server's grant lives at least the TTL from the moment its claim was sent, which
-//! is after the quorum's acquire was: so a majority's grants all live at least the TTL
-//! from the acquire's send, the moment the [`Mutex`](crate::Mutex) counts validity from.
-//! Any two majorities share a server, and a server grants one owner at a time.
-//!
-//! # Fencing tokens
-//!
-//! The servers' counters are independent, so the largest of a majority's tokens is not
-//! enough: a grant on servers A and C takes C's token, and the next one, on A and B, may
-//! take B's, which is smaller. So the quorum's token is written back: the acquire
-//! *proposes* a token (one more than the largest this driver has seen), every server
-//! issues the larger of that and its own counter's next, and the quorum's token is the
-//! largest issued. A server that issued less has its counter *raised* to the quorum's
-//! token, while its grant is still live, before the lease is handed out; a majority must
-//! be at the quorum's token by then. Any later majority shares a server with that one,
-//! whose next grant comes after this grant ended there, so its token is larger. Raising
-//! costs a second round trip, only when the servers disagree (docs/safety.md, "A quorum
-//! of Redis servers").
+//! The design and its argument are on [`RedlockDriver`].
 
 mod builder;
 mod driver;
@@ -53,7 +27,34 @@ const LARGEST_TOKEN: u64 = (1 << 53) - 1;
 
 /// A lock backend on N independent Redis servers (N ≥ 3), held by a majority: the
 /// Redlock design, with robit's send-time validity and fencing tokens that strictly
-/// increase per lock name. See the [module documentation](self).
+/// increase per lock name.
+///
+/// Each server is a [`RedisDriver`] of its own, with everything it does alone: its
+/// connection and subscription, its fair queue, its quarantine after state loss, its
+/// failover detection. An acquire claims the lock on every server at once and holds it
+/// once a majority granted; the grants it got without a majority are given back at once.
+/// Renewals need a majority; a release goes to every server.
+///
+/// # Validity
+///
+/// Every server's grant lives at least the TTL from the moment its claim was sent, which
+/// is after the quorum's acquire was: so a majority's grants all live at least the TTL
+/// from the acquire's send, the moment the [`Mutex`](crate::Mutex) counts validity from.
+/// Any two majorities share a server, and a server grants one owner at a time.
+///
+/// # Fencing tokens
+///
+/// The servers' counters are independent, so the largest of a majority's tokens is not
+/// enough: a grant on servers A and C takes C's token, and the next one, on A and B, may
+/// take B's, which is smaller. So the quorum's token is written back: the acquire
+/// *proposes* a token (one more than the largest this driver has seen), every server
+/// issues the larger of that and its own counter's next, and the quorum's token is the
+/// largest issued. A server that issued less has its counter *raised* to the quorum's
+/// token, while its grant is still live, before the lease is handed out; a majority must
+/// be at the quorum's token by then. Any later majority shares a server with that one,
+/// whose next grant comes after this grant ended there, so its token is larger. Raising
+/// costs a second round trip, only when the servers disagree (docs/safety.md, "A quorum
+/// of Redis servers").
 ///
 /// A cheap handle: clones share the servers' connections.
 ///
