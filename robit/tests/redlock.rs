@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use robit::redis::{RedisConfigError, RedisDriver, RedlockDriver, UrlConnector};
-use robit::{Acquire, Driver, Mutex, Wait};
+use robit::{Acquire, Driver, Mutex, Wait, Waiter};
 use robit_test_support::redis::{FaultClients, FreezingProxy, LONG, RedisServer, request};
 use tokio::time::Instant;
 
@@ -100,6 +100,41 @@ async fn a_quorum_refuses_fewer_than_three_servers_and_a_server_named_twice() {
         err.to_string().contains("\"quorum\" and \"robit\""),
         "{err}"
     );
+}
+
+async fn queued_on(server: &RedisServer, name: &str) -> usize {
+    let mut admin = server.admin().await;
+    redis::cmd("LLEN")
+        .arg(format!("{{{NAMESPACE}}}:queue:{name}"))
+        .query_async(&mut admin)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_server_that_refused_it() {
+    let servers = start(3);
+    // Another client holds the lock on the third server alone.
+    let other = member(&servers[2].url());
+    let Acquire::Granted(_held) = other.acquire(&request("job", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    let driver = quorum(&urls(&servers));
+    let waiting = request("job", 2).with_waiter(Waiter::new(2, Duration::from_millis(100)));
+    let Acquire::Granted(lease) = driver.acquire(&waiting).await.unwrap() else {
+        panic!("not granted by the first two");
+    };
+    // Queued by the refusal, then withdrawn: otherwise the third server would hand the
+    // lock to a waiter that holds it already, once the other client lets go.
+    let deadline = Instant::now() + LONG;
+    while queued_on(&servers[2], "job").await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "still queued on the third server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    lease.release().await.unwrap();
 }
 
 /// Sets the namespace's fencing counter on `server` to `token`, keeping the identity of

@@ -27,14 +27,17 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         let proposal = inner.proposal()?;
         let mut pending = inner.claims(request, proposal);
         let mut tally = Tally::new(servers);
-        let mut members = Vec::new();
+        let (mut members, mut refused) = (Vec::new(), Vec::new());
         while let Some((index, answer)) = pending.next().await {
             match answer {
                 Ok(Claim::Granted(grant)) => {
                     tally.granted();
                     members.push((index, Arc::new(grant)));
                 }
-                Ok(Claim::Refused(answer)) => tally.refused(&answer),
+                Ok(Claim::Refused(answer)) => {
+                    tally.refused(&answer);
+                    refused.push(index);
+                }
                 Err(err) => tally.failed(err),
             }
             if tally.decided(pending.len()) {
@@ -54,7 +57,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     .last_token
                     .fetch_max(fence.get(), std::sync::atomic::Ordering::Relaxed);
                 let lease = Arc::new(QuorumLease::new(fence, servers, members));
-                inner.finish_late(pending, Some(Arc::clone(&lease)));
+                inner.finish_late(pending, Some((Arc::clone(&lease), request, refused)));
                 Ok(Acquire::Granted(lease))
             }
             Err(err) => {

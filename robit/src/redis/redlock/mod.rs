@@ -200,14 +200,25 @@ impl<C: Connector> Inner<C> {
         )))
     }
 
-    /// Finishes the claims still pending once the quorum was decided: a late grant joins
-    /// `lease`, or is given back when there is none (the attempt was lost) or it was
-    /// released. Bounded by the servers' own time limits.
+    /// Finishes the claims still pending once the quorum was decided. A late grant
+    /// joins the lease of a won attempt, or is given back (the attempt was lost, or the
+    /// lease released). After a won attempt, the waiter also leaves the queues of the
+    /// servers that refused it — `queued`, and any late refusal — where it would
+    /// otherwise be handed the lock later and hold it up for a hand-off window. Bounded
+    /// by the servers' own time limits.
     fn finish_late(
         &self,
         mut pending: FuturesUnordered<BoxFuture<'static, Answer<C>>>,
-        lease: Option<Arc<QuorumLease<C>>>,
+        won: Option<(Arc<QuorumLease<C>>, &AcquireRequest, Vec<usize>)>,
     ) {
+        let (lease, request, mut queued) = match won {
+            Some((lease, request, queued)) => (
+                Some(lease),
+                request.waiter.is_some().then(|| request.clone()),
+                queued,
+            ),
+            None => (None, None, Vec::new()),
+        };
         let adopt = move |lease: &Option<Arc<QuorumLease<C>>>, member: Member<C>| match lease {
             Some(lease) => lease.join(member),
             None => Some(member),
@@ -219,21 +230,34 @@ impl<C: Connector> Inner<C> {
                 Some(Some((index, Ok(Claim::Granted(grant))))) => {
                     back.extend(adopt(&lease, (index, Arc::new(grant))));
                 }
-                Some(Some(_)) => {}
+                Some(Some((index, _))) => queued.push(index),
                 _ => break,
             }
         }
-        if back.is_empty() && pending.is_empty() {
+        if request.is_none() {
+            queued.clear();
+        }
+        if back.is_empty() && pending.is_empty() && queued.is_empty() {
             return;
         }
-        let servers = self.servers.len();
+        let servers = self.servers.clone();
         tokio::spawn(async move {
             while let Some((index, answer)) = pending.next().await {
-                if let Ok(Claim::Granted(grant)) = answer {
-                    back.extend(adopt(&lease, (index, Arc::new(grant))));
+                match answer {
+                    Ok(Claim::Granted(grant)) => {
+                        back.extend(adopt(&lease, (index, Arc::new(grant))));
+                    }
+                    _ if request.is_some() => queued.push(index),
+                    _ => {}
                 }
             }
-            let _ = release_all(back, servers).await;
+            let given_back = release_all(back, servers.len());
+            let withdrawn = join_all(request.iter().flat_map(|request| {
+                queued
+                    .iter()
+                    .map(|&index| crate::driver::Driver::withdraw(&servers[index], request))
+            }));
+            let _ = futures_util::future::join(given_back, withdrawn).await;
         });
     }
 }
