@@ -120,12 +120,13 @@ async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_server_that_refu
         panic!("not granted");
     };
     let driver = quorum(&urls(&servers));
-    let waiting = request("job", 2).with_waiter(Waiter::new(2, Duration::from_millis(100)));
+    let waiting = request("job", 2).with_waiter(Waiter::new(2, Duration::from_secs(10)));
     let Acquire::Granted(lease) = driver.acquire(&waiting).await.unwrap() else {
         panic!("not granted by the first two");
     };
     // Queued by the refusal, then withdrawn: otherwise the third server would hand the
-    // lock to a waiter that holds it already, once the other client lets go.
+    // lock to a waiter that holds it already, once the other client lets go. (Its entry
+    // would outlive the test: a waiter polling every 10 s is kept 40 s.)
     let deadline = Instant::now() + LONG;
     while queued_on(&servers[2], "job").await > 0 {
         assert!(
