@@ -102,6 +102,35 @@ async fn a_quorum_refuses_fewer_than_three_servers_and_a_server_named_twice() {
     );
 }
 
+#[tokio::test]
+async fn a_frozen_server_holds_up_neither_lock_nor_unlock() {
+    let servers = start(3);
+    // Commands that would wait half a minute for the frozen server.
+    let patient = |url: &String| {
+        RedisDriver::builder(url)
+            .namespace(NAMESPACE)
+            .command_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap()
+    };
+    let driver = RedlockDriver::new(urls(&servers).iter().map(patient).collect()).unwrap();
+    let mutex = Mutex::builder("job", driver).build().unwrap();
+    // Held on all three servers when the first freezes.
+    let guard = mutex.lock().await.unwrap();
+    wait_for_keys(&servers, "job", |held| held == 3).await;
+    servers[0].pause();
+    let cycle = async {
+        guard.unlock().await.unwrap();
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+    };
+    let quick = tokio::time::timeout(Duration::from_secs(10), cycle).await;
+    servers[0].resume();
+    assert!(
+        quick.is_ok(),
+        "a lock + unlock waited for the frozen server"
+    );
+}
+
 async fn queued_on(server: &RedisServer, name: &str) -> usize {
     let mut admin = server.admin().await;
     redis::cmd("LLEN")

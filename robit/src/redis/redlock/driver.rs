@@ -9,7 +9,7 @@ use futures_util::future::{join_all, select_all};
 
 use super::lease::{QuorumLease, release_all};
 use super::tally::{Tally, majority};
-use super::{Connector, RedlockDriver};
+use super::{Connector, RedlockDriver, Won};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, LockName, OwnerToken, ReleaseWatch,
 };
@@ -57,7 +57,12 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     .last_token
                     .fetch_max(fence.get(), std::sync::atomic::Ordering::Relaxed);
                 let lease = Arc::new(QuorumLease::new(fence, servers, members));
-                inner.finish_late(pending, Some((Arc::clone(&lease), request, refused)));
+                let won = Won {
+                    lease: Arc::clone(&lease),
+                    request,
+                    refused,
+                };
+                inner.finish_late(pending, Some(won));
                 Ok(Acquire::Granted(lease))
             }
             Err(err) => {

@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 
 use super::super::Connector;
 use super::super::lease::RedisLease;
@@ -113,7 +113,7 @@ impl<C: Connector> Lease for QuorumLease<C> {
             "renew",
             renewed,
             self.servers,
-            failed.unwrap_or(DriverError::Timeout(Duration::ZERO)),
+            failed.unwrap_or_else(|| DriverError::unavailable("no answer")),
         ))
     }
 
@@ -129,28 +129,35 @@ impl<C: Connector> Lease for QuorumLease<C> {
     }
 }
 
-/// Gives back `members` at once. Fine when all were released, or the servers not holding
-/// one of them are a majority of `servers` with those that were.
+/// Gives back `members` at once. Fine once the servers not holding one of them are a
+/// majority of `servers`: the rest are given back in the background, so that a stopped
+/// server holds up nobody's unlock (its grant expires if it never answers).
 pub(super) async fn release_all<C: Connector>(
     members: Vec<Member<C>>,
     servers: usize,
 ) -> Result<(), DriverError> {
-    let held = members.len();
-    let mut pending: FuturesUnordered<_> =
-        members.iter().map(|(_, lease)| lease.release()).collect();
-    let (mut released, mut failed) = (0, None);
-    while let Some(answer) = pending.next().await {
-        match answer {
-            Ok(()) => released += 1,
-            Err(err) => failed = Some(err),
+    let mut holding = members.len();
+    let mut pending: FuturesUnordered<_> = members
+        .into_iter()
+        .map(|(_, lease)| async move { lease.release().await })
+        .collect();
+    let mut failed = None;
+    while servers - holding < majority(servers) {
+        match pending.next().await {
+            Some(Ok(())) => holding -= 1,
+            Some(Err(err)) => failed = Some(err),
+            None => {
+                let err = failed.unwrap_or_else(|| DriverError::unavailable("no answer"));
+                return Err(quorum_error("release", servers - holding, servers, err));
+            }
         }
     }
-    match failed {
-        Some(err) if servers - (held - released) < majority(servers) => {
-            Err(quorum_error("release", released, servers, err))
-        }
-        _ => Ok(()),
+    // Most answers are in already: no task for them.
+    while let Some(Some(_)) = pending.next().now_or_never() {}
+    if !pending.is_empty() {
+        tokio::spawn(async move { while pending.next().await.is_some() {} });
     }
+    Ok(())
 }
 
 /// A quorum operation that a majority could not answer, with the last server's error.

@@ -83,6 +83,14 @@ struct Inner<C: Connector> {
 
 type Answer<C> = (usize, Result<Claim<C>, DriverError>);
 
+/// A won attempt, as [`Inner::finish_late`] takes it.
+struct Won<'a, C: Connector> {
+    lease: Arc<QuorumLease<C>>,
+    request: &'a AcquireRequest,
+    /// The servers that refused the claim.
+    refused: Vec<usize>,
+}
+
 impl RedlockDriver<UrlConnector> {
     /// Starts building a driver over the servers at `urls`, one [`RedisDriver`] each.
     pub fn builder<I, S>(urls: I) -> RedlockDriverBuilder
@@ -209,13 +217,13 @@ impl<C: Connector> Inner<C> {
     fn finish_late(
         &self,
         mut pending: FuturesUnordered<BoxFuture<'static, Answer<C>>>,
-        won: Option<(Arc<QuorumLease<C>>, &AcquireRequest, Vec<usize>)>,
+        won: Option<Won<'_, C>>,
     ) {
         let (lease, request, mut queued) = match won {
-            Some((lease, request, queued)) => (
-                Some(lease),
-                request.waiter.is_some().then(|| request.clone()),
-                queued,
+            Some(won) => (
+                Some(won.lease),
+                won.request.waiter.is_some().then(|| won.request.clone()),
+                won.refused,
             ),
             None => (None, None, Vec::new()),
         };
