@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use robit::redis::{RedisConfigError, RedisDriver, RedlockDriver, UrlConnector};
-use robit::{Acquire, Driver, Mutex, Wait, Waiter};
+use robit::{Acquire, Driver, LockName, LockState, Mutex, OwnerToken, Wait, Waiter};
 use robit_test_support::redis::{FaultClients, FreezingProxy, LONG, RedisServer, request};
 use tokio::time::Instant;
 
@@ -71,8 +71,21 @@ async fn a_lock_is_held_on_every_server_and_a_release_frees_them_all() {
     // A majority at once; the last server's grant may join a moment later.
     wait_for_keys(&servers, "job", |held| held >= 2).await;
     wait_for_keys(&servers, "job", |held| held == 3).await;
+    let seen = driver.inspect(&LockName::from("job")).await.unwrap();
+    assert_eq!(
+        (seen.state, seen.fence),
+        (LockState::Held, Some(guard.fence()))
+    );
+    assert!(
+        driver
+            .force_release(&LockName::from("job"), OwnerToken::from_u128(9))
+            .await
+            .is_ok_and(|freed| !freed)
+    );
     guard.unlock().await.unwrap();
     wait_for_keys(&servers, "job", |held| held == 0).await;
+    let seen = driver.inspect(&LockName::from("job")).await.unwrap();
+    assert_eq!(seen.state, LockState::Free);
     let stats = driver.stats();
     assert_eq!((stats.attempts, stats.granted, stats.split), (1, 1, 0));
 }

@@ -11,7 +11,7 @@ use super::lease::{QuorumLease, release_all};
 use super::tally::{Tally, majority};
 use super::{Connector, RedlockDriver, Won};
 use crate::driver::{
-    Acquire, AcquireRequest, Driver, DriverError, LockName, OwnerToken, ReleaseWatch,
+    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
 use crate::redis::claim::Claim;
 
@@ -118,6 +118,12 @@ impl<C: Connector> Driver for RedlockDriver<C> {
     /// Every server keeps it, so a majority refuses the lock for the delay.
     fn supports_lock_delay(&self) -> bool {
         true
+    }
+
+    /// What a majority of the servers agrees the lock's state is; an error that lists
+    /// each server's view when no majority agrees.
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        self.inspect_quorum(name).await
     }
 
     /// Frees `name` by force on every server `holder` holds it on. Answers whether it

@@ -3,6 +3,7 @@
 
 mod builder;
 mod driver;
+mod inspect;
 mod lease;
 mod tally;
 
@@ -119,6 +120,12 @@ impl<C: Connector> RedlockDriver<C> {
                 stats: builder::StatsCells::default(),
             }),
         })
+    }
+
+    /// The servers' own drivers, in the order given: to inspect one server's view of a
+    /// lock, say, when they disagree.
+    pub fn servers(&self) -> &[RedisDriver<C>] {
+        &self.inner.servers
     }
 
     /// What the quorum has done so far: attempts, split votes, raised tokens.
