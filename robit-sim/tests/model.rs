@@ -1,4 +1,5 @@
-//! Model checking, over the simulated Redis and over the local driver: random sequences
+//! Model checking, over the simulated Redis, a quorum of three of them and the local
+//! driver: random sequences
 //! of lock, try-lock, unlock, writes, time passing,
 //! partitions (both ways and one way) and repairs, pauses, drift, client crashes and
 //! restarts and backend restarts, each against a fresh simulated world, with the safety
@@ -25,6 +26,16 @@ fn random_operation_sequences_keep_the_promises_over_the_redis_driver() {
     let config = ModelConfig::redis()
         .regressions("proptest-regressions/model-redis.txt")
         .replay_command("cargo test -p robit-sim --test model -- redis");
+    if let Err(failure) = check_model(&config) {
+        panic!("{failure}");
+    }
+}
+
+#[test]
+fn random_operation_sequences_keep_the_promises_over_a_quorum_of_three_redis_servers() {
+    let config = ModelConfig::redlock(3)
+        .regressions("proptest-regressions/model-redlock.txt")
+        .replay_command("cargo test -p robit-sim --test model -- quorum");
     if let Err(failure) = check_model(&config) {
         panic!("{failure}");
     }

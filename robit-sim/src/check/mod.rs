@@ -5,6 +5,7 @@
 //! it checks. Every violation names the promise, the clients and the instants.
 
 mod beliefs;
+mod grants;
 mod liveness;
 mod safety;
 
@@ -186,6 +187,9 @@ pub struct CheckConfig {
     /// How long after the last fault heals before the liveness bound applies (time
     /// for the backend and connections to recover).
     pub settle: Duration,
+    /// How many backend servers granted: one, or a quorum's N, of which a majority must
+    /// be free before another client can hold the lock.
+    pub servers: usize,
 }
 
 impl CheckConfig {
@@ -197,7 +201,14 @@ impl CheckConfig {
             end,
             liveness_bound: ttl + Duration::from_millis(500),
             settle: ttl * 2,
+            servers: 1,
         }
+    }
+
+    /// Sets the number of backend servers: a quorum's N (the default is one).
+    pub fn with_servers(mut self, servers: usize) -> Self {
+        self.servers = servers.max(1);
+        self
     }
 
     /// Sets the liveness bound.
@@ -239,7 +250,7 @@ pub fn check(history: &History, config: &CheckConfig, promises: &[Promise]) -> V
         }
         let found = match promise {
             Promise::MutualExclusion => safety::mutual_exclusion(&beliefs),
-            Promise::EarlyLoss => safety::early_loss(&events, &beliefs),
+            Promise::EarlyLoss => safety::early_loss(&events, &beliefs, config.servers),
             Promise::NoSpuriousLoss => liveness::no_spurious_loss(&events, config),
             Promise::Fencing => safety::fencing(&events, &beliefs),
             Promise::Liveness => liveness::liveness(&events, &beliefs, config),

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::beliefs::{Beliefs, End};
+use super::grants::Backend;
 use super::{Promise, Violation};
-use crate::history::host_of;
 use crate::{Event, EventKind};
 
 fn secs(at: Duration) -> String {
@@ -41,81 +41,10 @@ pub(super) fn mutual_exclusion(beliefs: &Beliefs) -> Vec<Violation> {
     found
 }
 
-/// The backend's view of the grants: who got which token when, and the expiries it
-/// promised. Tokens may repeat (a backend that lost its state), so grants are told apart
-/// by their position in time, not by token alone.
-struct Grants {
-    /// Every grant in order: (when, token, to whom).
-    order: Vec<(Duration, u64, String)>,
-    /// Every promised expiry: (when promised, token, until).
-    untils: Vec<(Duration, u64, Duration)>,
-}
-
-impl Grants {
-    fn from_events(events: &[Event]) -> Self {
-        let mut grants = Self {
-            order: Vec::new(),
-            untils: Vec::new(),
-        };
-        for event in events {
-            match &event.kind {
-                EventKind::BackendGranted { to, token, until } => {
-                    grants.order.push((event.at, *token, to.clone()));
-                    grants.untils.push((event.at, *token, *until));
-                }
-                EventKind::BackendRenewed { token, until, .. } => {
-                    grants.untils.push((event.at, *token, *until));
-                }
-                _ => {}
-            }
-        }
-        grants
-    }
-
-    /// The instant the backend could first grant the lock to someone other than the
-    /// holder of `token` (whose lease began at `start`), judging by what it had promised
-    /// that holder before `at`.
-    fn free_after(
-        &self,
-        client: &str,
-        token: u64,
-        start: Duration,
-        at: Duration,
-    ) -> Option<Duration> {
-        let index = self.order.iter().rposition(|(when, granted, to)| {
-            // The backend knows hosts, not the mutexes inside them.
-            *granted == token && to == host_of(client) && *when <= start
-        })?;
-        let granted_at = self.order[index].0;
-        let next = self.order.get(index + 1).map(|(when, _, _)| *when);
-        let mut promises: Vec<(Duration, Duration)> = self
-            .untils
-            .iter()
-            .filter(|(when, promised, _)| {
-                *promised == token
-                    && *when >= granted_at
-                    && *when <= at
-                    && next.is_none_or(|next| *when < next)
-            })
-            .map(|(when, _, until)| (*when, *until))
-            .collect();
-        promises.sort();
-        // A grant that lapsed stays lapsed: a later "renewal" cannot fill the gap.
-        let mut until = promises.first()?.1;
-        for &(when, promised) in &promises[1..] {
-            if when > until {
-                break;
-            }
-            until = until.max(promised);
-        }
-        Some(next.map_or(until, |next| next.min(until)))
-    }
-}
-
 /// P2: every loss is signalled once, never after an unlock, and no later than the
 /// backend could grant the lock to someone else.
-pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
-    let grants = Grants::from_events(events);
+pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) -> Vec<Violation> {
+    let backend = Backend::from_events(events, servers);
     let mut found = Vec::new();
     let mut signalled: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
     let mut unlocked: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
@@ -161,8 +90,7 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> 
         if belief.how == End::Crash {
             continue;
         }
-        let Some(free) = grants.free_after(&belief.client, belief.token, belief.start, belief.end)
-        else {
+        let Some(free) = backend.free_after(belief) else {
             continue;
         };
         if belief.end > free {
@@ -198,15 +126,22 @@ pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
         instants,
         message,
     };
-    let grants = Grants::from_events(events);
-    for pair in grants.order.windows(2) {
-        let ((t1, k1, c1), (t2, k2, c2)) = (&pair[0], &pair[1]);
-        if k2 <= k1 {
-            found.push(violation(
-                vec![c1.clone(), c2.clone()],
-                vec![*t1, *t2],
-                format!("the backend granted token {k2} to {c2} after token {k1} to {c1}"),
-            ));
+    // Each server's own tokens increase; a quorum's, as its clients hold them, below.
+    for (server, grants) in &Backend::from_events(events, 1).servers {
+        let server = if server == "backend" {
+            "the backend".to_owned()
+        } else {
+            server.clone()
+        };
+        for pair in grants.order.windows(2) {
+            let ((t1, k1, c1), (t2, k2, c2)) = (&pair[0], &pair[1]);
+            if k2 <= k1 {
+                found.push(violation(
+                    vec![c1.clone(), c2.clone()],
+                    vec![*t1, *t2],
+                    format!("{server} granted token {k2} to {c2} after token {k1} to {c1}"),
+                ));
+            }
         }
     }
     let mut sorted: Vec<_> = beliefs.beliefs.iter().collect();
@@ -254,19 +189,20 @@ pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
 
 /// P6: only a grant's holder renews or releases it.
 pub(super) fn safe_release(events: &[Event]) -> Vec<Violation> {
-    let mut holders: BTreeMap<u64, &str> = BTreeMap::new();
+    // Each server's tokens are its own.
+    let mut holders: BTreeMap<(&str, u64), &str> = BTreeMap::new();
     let mut found = Vec::new();
     for event in events {
         let (by, token, what) = match &event.kind {
             EventKind::BackendGranted { to, token, .. } => {
-                holders.insert(*token, to);
+                holders.insert((&event.who, *token), to);
                 continue;
             }
             EventKind::BackendRenewed { by, token, .. } => (by, token, "renewed"),
             EventKind::BackendReleased { by, token } => (by, token, "released"),
             _ => continue,
         };
-        if let Some(&holder) = holders.get(token)
+        if let Some(&holder) = holders.get(&(event.who.as_str(), *token))
             && holder != by
         {
             found.push(Violation {

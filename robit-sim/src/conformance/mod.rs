@@ -199,10 +199,11 @@ pub fn check_in_simulation(
             paths: options.scenarios.clone(),
         });
     }
-    let (usable, skipped): (Vec<Scenario>, Vec<Scenario>) = scenarios
-        .into_iter()
-        .partition(|scenario| {
-            !scenario.loses_backend_state() && !scenario.needs_lock_delay() && scenario.servers() == 1
+    let (usable, skipped): (Vec<Scenario>, Vec<Scenario>) =
+        scenarios.into_iter().partition(|scenario| {
+            !scenario.loses_backend_state()
+                && !scenario.needs_lock_delay()
+                && scenario.servers() == 1
         });
     let mut runs = Vec::new();
     for scenario in &usable {

@@ -26,9 +26,18 @@ pub(super) fn config() -> ModelConfig {
         .unwrap_or_else(ModelConfig::local)
 }
 
-/// The number of clients, and whether the backend may lose its state.
-pub(super) fn shape() -> (usize, bool) {
+/// The number of clients, whether the backend may lose its state, and how many servers
+/// it has.
+pub(super) fn shape() -> (usize, bool, usize) {
     let config = config();
-    let state_loss = config.driver.is_none() && config.world.backend() == crate::Backend::Redis;
-    (config.world.clients.len(), state_loss)
+    let state_loss = config.driver.is_none()
+        && matches!(
+            config.world.backend(),
+            crate::Backend::Redis | crate::Backend::Redlock
+        );
+    (
+        config.world.clients.len(),
+        state_loss,
+        config.world.servers(),
+    )
 }

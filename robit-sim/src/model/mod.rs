@@ -66,8 +66,20 @@ impl ModelConfig {
         Self::with_backend("redis")
     }
 
+    /// Three clients over `servers` simulated Redis servers (3 to 9), each its own host,
+    /// through robit's `RedlockDriver`. The sequences also cut a client off from one
+    /// server, and restart one server (losing its data or not).
+    pub fn redlock(servers: usize) -> Self {
+        let servers = servers.clamp(3, 9);
+        Self::with_header(&format!("backend = \"redlock\"\nservers = {servers}\n"))
+    }
+
     fn with_backend(backend: &str) -> Self {
-        let text = format!("backend = \"{backend}\"\n{WORLD}");
+        Self::with_header(&format!("backend = \"{backend}\"\n"))
+    }
+
+    fn with_header(header: &str) -> Self {
+        let text = format!("{header}{WORLD}");
         #[allow(clippy::expect_used)] // A constant: tested below.
         let world = Scenario::parse("model", &text).expect("the model's world parses");
         Self {
@@ -250,5 +262,6 @@ mod tests {
             ["c1", "c2", "c3"]
         );
         assert_eq!(ModelConfig::redis().world.client_names().len(), 3);
+        assert_eq!(ModelConfig::redlock(5).world.servers(), 5);
     }
 }

@@ -47,6 +47,11 @@ pub enum Op {
     Restart(usize),
     /// The backend restarts, losing its data if true.
     RestartBackend(bool),
+    /// The client (first) and one of a quorum's servers (second, from 0: `backend1` is
+    /// 0) are cut off from each other.
+    PartitionServer(usize, usize),
+    /// One of a quorum's servers restarts, losing its data if true.
+    RestartServer(usize, bool),
 }
 
 fn client(index: usize) -> String {
@@ -77,6 +82,15 @@ impl fmt::Display for Op {
                     if lose { " losing state" } else { "" }
                 )
             }
+            Self::PartitionServer(c, s) => write!(f, "partition {} | backend{}", client(c), s + 1),
+            Self::RestartServer(s, lose) => {
+                write!(
+                    f,
+                    "restart backend{}{}",
+                    s + 1,
+                    if lose { " losing state" } else { "" }
+                )
+            }
         }
     }
 }
@@ -89,6 +103,8 @@ pub(crate) struct RefState {
     pub(crate) cut: BTreeSet<usize>,
     /// Whether the backend may lose its state (only one with a quarantine survives it).
     pub(crate) state_loss: bool,
+    /// How many backend servers: more than one for a quorum.
+    pub(crate) servers: usize,
 }
 
 pub(crate) struct Reference;
@@ -98,12 +114,13 @@ impl ReferenceStateMachine for Reference {
     type Transition = Op;
 
     fn init_state() -> BoxedStrategy<RefState> {
-        let (clients, state_loss) = super::current::shape();
+        let (clients, state_loss, servers) = super::current::shape();
         Just(RefState {
             clients,
             crashed: BTreeSet::new(),
             cut: BTreeSet::new(),
             state_loss,
+            servers,
         })
         .boxed()
     }
@@ -134,6 +151,19 @@ impl ReferenceStateMachine for Reference {
         if state.state_loss {
             choices.push((1, Just(Op::RestartBackend(true)).boxed()));
         }
+        if state.servers > 1 {
+            let lose = if state.state_loss {
+                proptest::bool::ANY.boxed()
+            } else {
+                Just(false).boxed()
+            };
+            choices.push((
+                2,
+                (0..state.servers, lose)
+                    .prop_map(|(s, lose)| Op::RestartServer(s, lose))
+                    .boxed(),
+            ));
+        }
         let up: Vec<usize> = (0..n).filter(|c| !state.crashed.contains(c)).collect();
         let whole: Vec<usize> = (0..n).filter(|c| !state.cut.contains(c)).collect();
         let cut: Vec<usize> = state.cut.iter().copied().collect();
@@ -142,7 +172,15 @@ impl ReferenceStateMachine for Reference {
             let pick = proptest::sample::select(whole);
             choices.push((1, pick.clone().prop_map(Op::Partition).boxed()));
             choices.push((1, pick.clone().prop_map(Op::PartitionToBackend).boxed()));
-            choices.push((1, pick.prop_map(Op::PartitionFromBackend).boxed()));
+            choices.push((1, pick.clone().prop_map(Op::PartitionFromBackend).boxed()));
+            if state.servers > 1 {
+                choices.push((
+                    3,
+                    (pick, 0..state.servers)
+                        .prop_map(|(c, s)| Op::PartitionServer(c, s))
+                        .boxed(),
+                ));
+            }
         }
         if !cut.is_empty() {
             choices.push((
@@ -169,6 +207,8 @@ impl ReferenceStateMachine for Reference {
             Op::Partition(c) | Op::PartitionToBackend(c) | Op::PartitionFromBackend(c) => {
                 !state.cut.contains(&c)
             }
+            Op::PartitionServer(c, s) => !state.cut.contains(&c) && s < state.servers,
+            Op::RestartServer(s, lose) => s < state.servers && (!lose || state.state_loss),
             Op::Repair(c) => state.cut.contains(&c),
             Op::Crash(c) => !state.crashed.contains(&c),
             Op::Restart(c) => state.crashed.contains(&c),
@@ -179,7 +219,10 @@ impl ReferenceStateMachine for Reference {
 
     fn apply(mut state: RefState, op: &Op) -> RefState {
         match *op {
-            Op::Partition(c) | Op::PartitionToBackend(c) | Op::PartitionFromBackend(c) => {
+            Op::Partition(c)
+            | Op::PartitionToBackend(c)
+            | Op::PartitionFromBackend(c)
+            | Op::PartitionServer(c, _) => {
                 state.cut.insert(c);
             }
             Op::Repair(c) => {

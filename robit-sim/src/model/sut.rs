@@ -78,7 +78,8 @@ impl Sut {
     }
 
     fn violations(&self, promises: &[Promise]) -> Vec<Violation> {
-        let config = CheckConfig::new(self.config.world.lock.ttl, self.world.now());
+        let config = CheckConfig::new(self.config.world.lock.ttl, self.world.now())
+            .with_servers(self.config.world.servers);
         check(self.world.history(), &config, promises)
             .into_iter()
             .filter(|violation| !self.excused(violation))
@@ -135,6 +136,15 @@ impl StateMachineTest for ModelTest {
                 };
                 let applied = sut.fault(None, action);
                 sut.partitions.insert(c, applied);
+            }
+            Op::PartitionServer(c, s) => {
+                let server = Target::Servers(vec![s]);
+                let applied = sut.fault(None, Action::Partition(client(c), server));
+                sut.partitions.insert(c, applied);
+            }
+            Op::RestartServer(s, lose_state) => {
+                let on = Target::Servers(vec![s]);
+                sut.fault(None, Action::BackendRestart { lose_state, on });
             }
             Op::Repair(c) => {
                 if let Some(applied) = sut.partitions.remove(&c) {

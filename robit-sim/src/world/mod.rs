@@ -168,7 +168,8 @@ fn run_with(
 }
 
 fn check_config(scenario: &Scenario) -> CheckConfig {
-    let mut config = CheckConfig::new(scenario.lock.ttl, scenario.duration);
+    let mut config =
+        CheckConfig::new(scenario.lock.ttl, scenario.duration).with_servers(scenario.servers);
     if let Some(bound) = scenario.liveness_bound {
         config = config.with_liveness_bound(bound);
     }
