@@ -114,17 +114,42 @@ impl<C: Connector> Lease for RedisLease<C> {
     }
 
     async fn release(&self) -> Result<(), DriverError> {
+        let call = self.release_call(false);
+        let released = self.inner.run::<Freed>(&call);
+        self.inner.dispatcher.freeing(released, self.next).await?;
+        Ok(())
+    }
+}
+
+impl<C: Connector> RedisLease<C> {
+    /// The release script's call; `quietly`: without handing the lock to the first
+    /// waiter.
+    fn release_call(&self, quietly: bool) -> ScriptCall {
         let settings = &self.inner.settings;
         let keys = settings.keys(&self.name);
-        let mut call = ScriptCall::new(&RELEASE, 2, 4, keys.call_bytes(&settings.channel));
+        let args = if quietly { 5 } else { 4 };
+        let mut call = ScriptCall::new(&RELEASE, 2, args, keys.call_bytes(&settings.channel));
         call.key(keys.lock())
             .key(keys.queue())
             .arg(&self.owner[..])
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
             .arg(super::flag(Instant::now() >= *self.ours_until()));
-        let released = self.inner.run::<Freed>(&call);
-        self.inner.dispatcher.freeing(released, self.next).await?;
-        Ok(())
+        if quietly {
+            call.arg("1");
+        }
+        call
+    }
+
+    /// Gives the grant back without handing the lock to anyone: a quorum's member grant
+    /// of an attempt that got no majority. Handed on, it would go to the next waiter in
+    /// this server's queue, who cannot get a majority either while another holds the
+    /// lock elsewhere, and gives it back in turn: a storm of split votes. Left free, it
+    /// goes to whoever claims it next.
+    pub(super) async fn give_back(&self) -> Result<(), DriverError> {
+        self.inner
+            .run::<Freed>(&self.release_call(true))
+            .await
+            .map(drop)
     }
 }

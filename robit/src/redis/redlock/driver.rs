@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use futures_util::future::{join_all, select_all};
 
-use super::lease::{QuorumLease, release_all};
+use super::lease::{GiveBack, QuorumLease, release_all};
 use super::tally::{Tally, majority};
 use super::{Connector, RedlockDriver, Won};
 use crate::driver::{
@@ -48,7 +48,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         if !tally.won() {
             let unanswered = pending.len();
             inner.finish_late(pending, None);
-            let _ = release_all(members, servers).await;
+            let _ = release_all(members, servers, GiveBack::Quietly).await;
             return tally.verdict(unanswered);
         }
         match inner.seal(&members).await {
@@ -67,7 +67,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
             }
             Err(err) => {
                 inner.finish_late(pending, None);
-                let _ = release_all(members, servers).await;
+                let _ = release_all(members, servers, GiveBack::Quietly).await;
                 Err(err)
             }
         }

@@ -125,8 +125,18 @@ impl<C: Connector> Lease for QuorumLease<C> {
             members.released = true;
             std::mem::take(&mut members.live)
         };
-        release_all(live, self.servers).await
+        release_all(live, self.servers, GiveBack::HandOn).await
     }
+}
+
+/// How grants are given back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum GiveBack {
+    /// A release: each server hands the lock to the first waiter in its queue.
+    HandOn,
+    /// The grants of an attempt without a majority: handed to nobody
+    /// ([`RedisLease::give_back`]).
+    Quietly,
 }
 
 /// Gives back `members` at once. Fine once the servers not holding one of them are a
@@ -135,11 +145,17 @@ impl<C: Connector> Lease for QuorumLease<C> {
 pub(super) async fn release_all<C: Connector>(
     members: Vec<Member<C>>,
     servers: usize,
+    how: GiveBack,
 ) -> Result<(), DriverError> {
     let mut holding = members.len();
     let mut pending: FuturesUnordered<_> = members
         .into_iter()
-        .map(|(_, lease)| async move { lease.release().await })
+        .map(|(_, lease)| async move {
+            match how {
+                GiveBack::HandOn => lease.release().await,
+                GiveBack::Quietly => lease.give_back().await,
+            }
+        })
         .collect();
     let mut failed = None;
     while servers - holding < majority(servers) {

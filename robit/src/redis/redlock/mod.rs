@@ -16,7 +16,7 @@ use futures_util::{FutureExt, StreamExt};
 
 pub use self::builder::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriverBuilder};
 
-use self::lease::{Member, QuorumLease, release_all};
+use self::lease::{GiveBack, Member, QuorumLease, release_all};
 use self::tally::majority;
 use super::claim::Claim;
 use super::{Connector, RedisDriver, UrlConnector};
@@ -266,7 +266,8 @@ impl<C: Connector> Inner<C> {
                     _ => {}
                 }
             }
-            let given_back = release_all(back, servers.len());
+            // Late grants of a lost attempt, or of a released lease.
+            let given_back = release_all(back, servers.len(), GiveBack::Quietly);
             let withdrawn = join_all(request.iter().flat_map(|request| {
                 queued
                     .iter()

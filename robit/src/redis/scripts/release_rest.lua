@@ -19,4 +19,7 @@ end
 if careful then
   redis.call('DEL', KEYS[1])
 end
+if ARGV[5] == '1' then
+  return 1
+end
 return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1
