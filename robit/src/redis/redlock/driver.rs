@@ -38,7 +38,11 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     tally.refused(&answer);
                     refused.push(index);
                 }
-                Err(err) => tally.failed(err),
+                Err(err) => {
+                    tally.failed(err);
+                    // It may have queued the waiter before its answer was lost.
+                    refused.push(index);
+                }
             }
             if tally.decided(pending.len()) {
                 break;
@@ -101,8 +105,8 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         answers.into_iter().collect::<Result<(), _>>()
     }
 
-    /// Two of a server's own limits: the claims run at once, and a raise of the token may
-    /// follow.
+    /// Three of a server's own limits: the claims run at once; a raise of the token may
+    /// follow, and, if it fails, the giving back of the grants.
     fn call_limit(&self) -> Option<Duration> {
         let one = self
             .inner
@@ -112,7 +116,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
             .collect::<Option<Vec<_>>>()?
             .into_iter()
             .max()?;
-        Some(one.saturating_mul(2))
+        Some(one.saturating_mul(3))
     }
 
     /// Every server keeps it, so a majority refuses the lock for the delay.

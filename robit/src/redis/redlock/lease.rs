@@ -123,9 +123,13 @@ impl<C: Connector> Lease for QuorumLease<C> {
         let live = {
             let mut members = self.members();
             members.released = true;
-            std::mem::take(&mut members.live)
+            members.live.clone()
         };
-        release_all(live, self.servers, GiveBack::HandOn).await
+        // The members stay until they are given back: a release that was cancelled, or
+        // failed, and is called again, gives them back again (it is idempotent).
+        release_all(live, self.servers, GiveBack::HandOn).await?;
+        self.members().live.clear();
+        Ok(())
     }
 }
 

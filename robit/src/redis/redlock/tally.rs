@@ -79,7 +79,7 @@ impl Tally {
     /// says how many, and the first one's cause.
     pub(super) fn verdict(self, pending: usize) -> Result<Acquire, DriverError> {
         let need = majority(self.servers);
-        if self.servers - self.failed.len() - pending < need {
+        if self.servers - self.failed.len() < need {
             return Err(self.failure(pending));
         }
         let mut waits: Vec<(Option<Duration>, bool)> = self
@@ -96,13 +96,13 @@ impl Tally {
             .collect();
         // Sooner first; no expiry last.
         waits.sort_by_key(|(left, _)| (left.is_none(), *left));
-        match waits.get(need - 1) {
+        // Fewer answers than a majority (the rest failed or did not answer in time): the
+        // longest wait known.
+        match waits.get(need - 1).or(waits.last()) {
             Some((Some(left), true)) => Ok(Acquire::Quarantined { left: *left }),
             Some((expires_in, _)) => Ok(Acquire::Held {
                 expires_in: *expires_in,
             }),
-            // Fewer answers than a majority, with too few failures to say so: the rest
-            // are still pending, and nobody can tell.
             None => Err(self.failure(pending)),
         }
     }
@@ -190,6 +190,18 @@ mod tests {
     }
 
     #[test]
+    fn a_held_lock_with_one_server_failed_and_one_unanswered_is_held() {
+        let mut tally = Tally::new(3);
+        tally.failed(DriverError::unavailable("connection refused"));
+        tally.refused(&held(3));
+        assert!(tally.decided(1));
+        assert!(matches!(
+            tally.verdict(1),
+            Ok(Acquire::Held { expires_in: Some(left) }) if left == Duration::from_secs(3)
+        ));
+    }
+
+    #[test]
     fn too_many_failures_for_a_majority_are_an_error_that_counts_them() {
         let mut tally = Tally::new(3);
         tally.granted();
@@ -210,8 +222,9 @@ mod tests {
         let mut tally = Tally::new(3);
         tally.refused(&held(1));
         tally.failed(DriverError::rejected("NOPERM"));
+        tally.failed(DriverError::unavailable("connection refused"));
         assert!(
-            tally.verdict(1).unwrap_err().is_transient(),
+            tally.verdict(0).unwrap_err().is_transient(),
             "one server's refusal of the user is not all servers'"
         );
     }

@@ -92,12 +92,21 @@ local function fenced(old, read)
     end
   end
   local token = (tonumber(digits) or 0) + 1
-  if token > tonumber(candidate) then
+  -- After a quarantine (a loss, or a counter from another server or another life), the
+  -- counter may be behind tokens already issued: the clock takes over, in a quorum too.
+  local floor = tonumber(candidate)
+  if marked ~= '' or appended ~= '' then
+    floor = math.max(floor, tonumber(micros))
+  end
+  if token > floor then
     -- The counter is ahead of the candidate: the grant, written with the candidate,
     -- takes the counter's token instead.
     retoken(string.format('%d', token))
+  elseif floor > tonumber(candidate) then
+    token = floor
+    retoken(micros)
   else
-    token = tonumber(candidate)
+    token = floor
   end
   return {1, token, ''}
 end
