@@ -33,6 +33,8 @@ struct Quorum {
     driver: RedlockDriver<CountingConnector>,
     /// robit's round trips, counted on its three command connections together.
     trips: RoundTrips,
+    /// The counter behind `trips`, for drivers of other processes, as it were.
+    round_trips: Arc<AtomicU64>,
     meter: Meter,
 }
 
@@ -46,10 +48,22 @@ impl Quorum {
             .collect();
         Self {
             driver: RedlockDriver::new(members).unwrap(),
-            trips: RoundTrips::Client(round_trips),
+            trips: RoundTrips::Client(Arc::clone(&round_trips)),
+            round_trips,
             meter: Meter::new(&servers).await,
             servers,
         }
+    }
+
+    /// Another quorum driver over the same servers, with connections of its own, as
+    /// another process has; its round trips are counted with the first's.
+    fn another_driver(&self) -> RedlockDriver<CountingConnector> {
+        let members = self
+            .servers
+            .iter()
+            .map(|server| robit_driver(server, &self.round_trips))
+            .collect();
+        RedlockDriver::new(members).unwrap()
     }
 
     fn urls(&self) -> Vec<String> {
@@ -223,7 +237,39 @@ async fn contended(setup: &mut Setup, quorum: &mut Quorum) {
         .collect();
     let run = contend(robit, &mut setup.meter, &setup.robit, window).await;
     table.column("robit, 1 server", contended_figures(&run, None));
+    tokio::time::sleep(SETTLE).await;
+    let (run, stats) = contend_apart(quorum, window).await;
+    table.column(
+        "robit, 3 servers, a driver per task",
+        contended_figures(&run, Some(stats)),
+    );
     table.print(&[(0, 1), (0, 2), (0, 3)]);
+}
+
+/// robit on the quorum with a driver per task, as separate processes have: each task's
+/// claims reach the servers on connections of its own, so the servers may queue the
+/// waiters in different orders, and votes split more often than when one driver's
+/// connections carry every task's claims in one order.
+async fn contend_apart(quorum: &mut Quorum, window: Duration) -> (Contended, [u64; 3]) {
+    let drivers: Vec<_> = (0..CONTENDERS).map(|_| quorum.another_driver()).collect();
+    for driver in &drivers {
+        cycle(&mut Robit::new(driver, "quorum-contended")).await;
+    }
+    tokio::time::sleep(SETTLE).await;
+    let before: Vec<_> = drivers.iter().map(RedlockDriver::stats).collect();
+    let robit: Vec<_> = drivers
+        .iter()
+        .map(|driver| Robit::new(driver, "quorum-contended"))
+        .collect();
+    let run = contend(robit, &mut quorum.meter, &quorum.trips, window).await;
+    let mut stats = [0; 3];
+    for (driver, before) in drivers.iter().zip(before) {
+        let since = stats_since(before, driver.stats());
+        for (total, one) in stats.iter_mut().zip(since) {
+            *total += one;
+        }
+    }
+    (run, stats)
 }
 
 async fn contend_rslock(manager: &LockManager, meter: &mut Meter, window: Duration) -> Contended {
