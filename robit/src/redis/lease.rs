@@ -9,9 +9,9 @@ use async_trait::async_trait;
 
 use super::answers::Freed;
 use super::millis::millis_ceil;
-use super::scripts::{RAISE, RELEASE, RENEW, ScriptCall, Span};
+use super::scripts::{RAISE, RELEASE, RENEW, ScriptCall, Span, WaiterArgs};
 use super::{Connector, Inner};
-use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal};
+use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};
 
 pub(super) struct RedisLease<C: Connector> {
     inner: Arc<Inner<C>>,
@@ -114,7 +114,7 @@ impl<C: Connector> Lease for RedisLease<C> {
     }
 
     async fn release(&self) -> Result<(), DriverError> {
-        let call = self.release_call(false);
+        let call = self.release_call(None);
         let released = self.inner.run::<Freed>(&call);
         self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())
@@ -123,11 +123,11 @@ impl<C: Connector> Lease for RedisLease<C> {
 
 impl<C: Connector> RedisLease<C> {
     /// The release script's call; `quietly`: without handing the lock to the first
-    /// waiter.
-    fn release_call(&self, quietly: bool) -> ScriptCall {
+    /// waiter, and with the caller's queue entry if it waits.
+    fn release_call(&self, quietly: Option<Option<&WaiterArgs>>) -> ScriptCall {
         let settings = &self.inner.settings;
         let keys = settings.keys(&self.name);
-        let args = if quietly { 5 } else { 4 };
+        let args = if quietly.is_some() { 6 } else { 4 };
         let mut call = ScriptCall::new(&RELEASE, 2, args, keys.call_bytes(&settings.channel));
         call.key(keys.lock())
             .key(keys.queue())
@@ -135,20 +135,22 @@ impl<C: Connector> RedisLease<C> {
             .arg(&settings.channel)
             .arg(settings.handoff_window_ms)
             .arg(super::flag(Instant::now() >= *self.ours_until()));
-        if quietly {
-            call.arg("1");
+        if let Some(waiter) = quietly {
+            call.arg("1").arg(waiter.map_or(&[][..], WaiterArgs::entry));
         }
         call
     }
 
-    /// Gives the grant back without handing the lock to anyone: a quorum's member grant
-    /// of an attempt that got no majority. Handed on, it would go to the next waiter in
-    /// this server's queue, who cannot get a majority either while another holds the
-    /// lock elsewhere, and gives it back in turn: a storm of split votes. Left free, it
-    /// goes to whoever claims it next.
-    pub(super) async fn give_back(&self) -> Result<(), DriverError> {
+    /// Gives the grant back without handing the lock to anyone now: a quorum's member
+    /// grant of an attempt that got no majority. Handed on, it would go to the next
+    /// waiter in this server's queue, who cannot get a majority either while another
+    /// holds the lock elsewhere, and gives it back in turn: a storm of split votes.
+    /// `waiter`, the caller's if it waits, goes back to the head of this server's queue
+    /// (release_rest.lua).
+    pub(super) async fn give_back(&self, waiter: Option<&Waiter>) -> Result<(), DriverError> {
+        let waiter = waiter.map(WaiterArgs::new);
         self.inner
-            .run::<Freed>(&self.release_call(true))
+            .run::<Freed>(&self.release_call(Some(waiter.as_ref())))
             .await
             .map(drop)
     }

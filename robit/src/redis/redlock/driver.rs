@@ -52,7 +52,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         if !tally.won() {
             let unanswered = pending.len();
             inner.finish_late(pending, None);
-            let _ = release_all(members, servers, GiveBack::Quietly).await;
+            let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
             return tally.verdict(unanswered);
         }
         match inner.seal(&members).await {
@@ -71,7 +71,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
             }
             Err(err) => {
                 inner.finish_late(pending, None);
-                let _ = release_all(members, servers, GiveBack::Quietly).await;
+                let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
                 Err(err)
             }
         }

@@ -10,7 +10,7 @@ use futures_util::{FutureExt, StreamExt};
 use super::super::Connector;
 use super::super::lease::RedisLease;
 use super::tally::majority;
-use crate::driver::{DriverError, FenceToken, Lease, Renewal};
+use crate::driver::{DriverError, FenceToken, Lease, Renewal, Waiter};
 
 /// A member grant, by the index of its server.
 pub(super) type Member<C> = (usize, Arc<RedisLease<C>>);
@@ -138,9 +138,9 @@ impl<C: Connector> Lease for QuorumLease<C> {
 pub(super) enum GiveBack {
     /// A release: each server hands the lock to the first waiter in its queue.
     HandOn,
-    /// The grants of an attempt without a majority: handed to nobody
-    /// ([`RedisLease::give_back`]).
-    Quietly,
+    /// The grants of an attempt without a majority: handed to nobody now, the waiter
+    /// (if any) back at the head of each server's queue ([`RedisLease::give_back`]).
+    Quietly(Option<Waiter>),
 }
 
 /// Gives back `members` at once. Fine once the servers not holding one of them are a
@@ -157,7 +157,7 @@ pub(super) async fn release_all<C: Connector>(
         .map(|(_, lease)| async move {
             match how {
                 GiveBack::HandOn => lease.release().await,
-                GiveBack::Quietly => lease.give_back().await,
+                GiveBack::Quietly(waiter) => lease.give_back(waiter.as_ref()).await,
             }
         })
         .collect();

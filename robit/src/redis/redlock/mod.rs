@@ -267,7 +267,7 @@ impl<C: Connector> Inner<C> {
                 }
             }
             // Late grants of a lost attempt, or of a released lease.
-            let given_back = release_all(back, servers.len(), GiveBack::Quietly);
+            let given_back = release_all(back, servers.len(), GiveBack::Quietly(None));
             let withdrawn = join_all(request.iter().flat_map(|request| {
                 queued
                     .iter()

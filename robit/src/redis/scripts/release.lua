@@ -3,8 +3,8 @@
 -- a value that turns out not to be the caller's is put back as it was. A caller that
 -- knows its grant is gone (a renewal found it so) reads first instead.
 -- KEYS[1] lock, KEYS[2] queue; ARGV: owner, channel, handoff_ms, careful ('1': read
--- before deleting), and quietly ('1', optional: hand the lock to nobody; a quorum's
--- member grant given back).
+-- before deleting), and, for a quorum's member grant given back, quietly ('1': hand the
+-- lock to nobody now) and the caller's queue entry ('' when it does not wait).
 -- Returns 0 not the caller's (already gone, or someone else's); 1 released with nobody
 -- waiting; or the id of the waiter the lock is now reserved for, so that a waiter in the
 -- caller's own process can be woken without waiting for the published notification.

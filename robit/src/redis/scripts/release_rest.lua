@@ -20,6 +20,19 @@ if careful then
   redis.call('DEL', KEYS[1])
 end
 if ARGV[5] == '1' then
+  -- Given back by a quorum's attempt without a majority: handed on now, it would go from
+  -- waiter to waiter, none able to win while another holds the lock elsewhere. With
+  -- waiters queued, the caller goes back to the head of the queue, where its turn here
+  -- was, and the key stays as an ended grant, still marked: the next claim hands it to
+  -- the first of them (the caller, if it still waits), waking it then.
+  local keep = redis.call('PTTL', KEYS[2])
+  if flagged and keep > 0 then
+    if ARGV[6] ~= '' then
+      redis.call('LPUSH', KEYS[2], ARGV[6])
+    end
+    local t = redis.call('TIME')
+    redis.call('SET', KEYS[1], stamp(id, t, 0) .. ':q', 'PX', keep)
+  end
   return 1
 end
 return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1
