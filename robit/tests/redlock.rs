@@ -144,6 +144,55 @@ async fn a_frozen_server_holds_up_neither_lock_nor_unlock() {
     );
 }
 
+#[tokio::test]
+async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_s_queue() {
+    let servers = start(3);
+    let direct: Vec<_> = servers.iter().map(|server| member(&server.url())).collect();
+    // Others hold the lock on each server alone.
+    let mut held = Vec::new();
+    for (who, server) in (100..).zip(&direct) {
+        let Acquire::Granted(lease) = server.acquire(&request("job", who)).await.unwrap() else {
+            panic!("not granted");
+        };
+        held.push(lease);
+    }
+    let driver = quorum(&urls(&servers));
+    let w = Waiter::new(0xa, Duration::from_secs(10));
+    let first = driver
+        .acquire(&request("job", 1).with_waiter(w))
+        .await
+        .unwrap();
+    assert!(matches!(first, Acquire::Held { .. }), "{first:?}");
+    // Another waiter queues behind it on the first server.
+    let v = request("job", 2).with_waiter(Waiter::new(0xb, Duration::from_secs(10)));
+    let _ = direct[0].acquire(&v).await.unwrap();
+    // The first server's holder lets go and hands the lock to w, which wins it there
+    // alone, and gives it back.
+    held[0].release().await.unwrap();
+    let again = driver
+        .acquire(&request("job", 3).with_waiter(w.on_attempt(1)))
+        .await
+        .unwrap();
+    assert!(matches!(again, Acquire::Held { .. }), "{again:?}");
+    assert_eq!(driver.stats().split, 1);
+    let mut admin = servers[0].admin().await;
+    let queue: Vec<String> = redis::cmd("LRANGE")
+        .arg(format!("{{{NAMESPACE}}}:queue:job"))
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let ids: Vec<&str> = queue.iter().map(|entry| &entry[..32]).collect();
+    assert_eq!(ids, [format!("{:032x}", 0xa), format!("{:032x}", 0xb)]);
+    // Marked as waited for, so that the next claim hands it to w.
+    let key = lock_key_on(&servers[0], "job").await;
+    assert!(
+        key.as_deref().is_some_and(|key| key.ends_with(":q")),
+        "{key:?}"
+    );
+}
+
 async fn queued_on(server: &RedisServer, name: &str) -> usize {
     let mut admin = server.admin().await;
     redis::cmd("LLEN")
