@@ -78,6 +78,8 @@ mod driver;
 mod engine;
 mod entropy;
 mod error;
+#[cfg(feature = "etcd")]
+pub mod etcd;
 mod jeopardy;
 mod local;
 mod locker;

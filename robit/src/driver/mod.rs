@@ -25,7 +25,7 @@ pub use self::inspect::{Inspection, LockState};
 pub use self::lease::{Lease, Renewal};
 pub use self::name::LockName;
 pub use self::owner::OwnerToken;
-#[cfg(feature = "redis")]
+#[cfg(any(feature = "redis", feature = "etcd"))]
 pub(crate) use self::owner::hex128;
 pub use self::request::{AcquireRequest, Waiter};
 pub use self::watch::ReleaseWatch;

@@ -5,6 +5,8 @@
 //!   a loss log, a clock that jumps, captured tracing output, paused-time helpers.
 //! - [`redis`]: testing against a real Redis — a `redis-server` of the test's own on a
 //!   free port, a proxy that freezes a link, a connection that counts round trips.
+//! - [`etcd`]: testing against a real etcd — a cluster of the test's own, whose members
+//!   can be killed, frozen and restarted.
 //! - [`bench`](mod@bench): what the benchmarks share — their runtime, their TTL, robit's driver.
 //!
 //! Test files bring them in under the names they always used:
@@ -19,5 +21,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod bench;
+pub mod etcd;
 pub mod kit;
 pub mod redis;

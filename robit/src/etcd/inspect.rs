@@ -1,0 +1,85 @@
+//! For operators: what a lock's queue holds, and freeing a stuck holder by force.
+
+use std::time::Duration;
+
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
+
+use super::error::classify;
+use super::{Shared, keys};
+use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken};
+
+/// The queue of `name`, oldest entry first.
+async fn queue(shared: &Shared, name: &LockName) -> Result<(Vec<u8>, Vec<KeyValue>), DriverError> {
+    let prefix = keys::prefix(&shared.session.settings().namespace, name);
+    let options = GetOptions::new()
+        .with_range(keys::range_end(&prefix))
+        .with_sort(SortTarget::Create, SortOrder::Ascend);
+    let mut read = shared
+        .session
+        .client()
+        .await?
+        .kv_client()
+        .get(prefix.clone(), Some(options))
+        .await
+        .map_err(|err| classify("reading an etcd lock", err))?;
+    Ok((prefix, read.take_kvs()))
+}
+
+/// The head of the queue holds the lock (a waiter's entry may not know it yet); the rest
+/// wait. How long the holder has left is its lease's.
+pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspection, DriverError> {
+    let (prefix, entries) = queue(shared, name).await?;
+    let Some(head) = entries.first() else {
+        return Ok(Inspection::free());
+    };
+    let mut inspection = Inspection::free();
+    inspection.waiters = entries.len() - 1;
+    let owner = keys::parse_owner(head.value());
+    if !keys::is_entry(&prefix, head.key()) || owner.is_none() {
+        inspection.state = LockState::Foreign;
+        return Ok(inspection);
+    }
+    inspection.state = LockState::Held;
+    inspection.holder = owner;
+    inspection.fence = u64::try_from(head.create_revision())
+        .ok()
+        .map(FenceToken::new);
+    if head.lease() != 0 {
+        let left = shared
+            .session
+            .client()
+            .await?
+            .lease_time_to_live(head.lease(), None)
+            .await
+            .map_err(|err| classify("reading an etcd lease", err))?;
+        inspection.expires_in = u64::try_from(left.ttl()).ok().map(Duration::from_secs);
+    }
+    Ok(inspection)
+}
+
+/// Deletes the head entry if `holder` wrote it and it is still the head.
+pub(super) async fn force_release(
+    shared: &Shared,
+    name: &LockName,
+    holder: OwnerToken,
+) -> Result<bool, DriverError> {
+    let (_, entries) = queue(shared, name).await?;
+    let Some(head) = entries.first() else {
+        return Ok(false);
+    };
+    if keys::parse_owner(head.value()) != Some(holder) {
+        return Ok(false);
+    }
+    let key = head.key().to_vec();
+    let same = Compare::create_revision(key.clone(), CompareOp::Equal, head.create_revision());
+    let txn = Txn::new().when([same]).and_then([TxnOp::delete(key, None)]);
+    let answer = shared
+        .session
+        .client()
+        .await?
+        .kv_client()
+        .txn(txn)
+        .await
+        .map_err(|err| classify("releasing an etcd lock by force", err))?;
+    Ok(answer.succeeded())
+}

@@ -1,0 +1,108 @@
+//! A held etcd lock: the entry at the head of its queue, on the driver's lease.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+
+use super::Shared;
+use super::error::classify;
+use super::session::{Kept, lease_seconds};
+use crate::driver::{DriverError, FenceToken, Lease, Renewal};
+
+/// One grant: entry `key`, created at revision `fence`, on lease `lease`.
+pub(super) struct EtcdLease {
+    shared: Arc<Shared>,
+    key: Vec<u8>,
+    fence: FenceToken,
+    lease: i64,
+    seconds: u64,
+}
+
+impl EtcdLease {
+    pub(super) fn new(
+        shared: Arc<Shared>,
+        key: Vec<u8>,
+        fence: FenceToken,
+        lease: i64,
+        seconds: u64,
+    ) -> Self {
+        Self {
+            shared,
+            key,
+            fence,
+            lease,
+            seconds,
+        }
+    }
+
+    fn revision(&self) -> i64 {
+        i64::try_from(self.fence.get()).unwrap_or(i64::MAX)
+    }
+}
+
+impl fmt::Debug for EtcdLease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdLease")
+            .field("key", &String::from_utf8_lossy(&self.key))
+            .field("fence", &self.fence)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Lease for EtcdLease {
+    fn fence(&self) -> FenceToken {
+        self.fence
+    }
+
+    /// A keepalive of the lease and a read of the entry, sent together: renewed when
+    /// the lease is alive and the entry is still the one this grant created.
+    async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
+        if lease_seconds(ttl) > self.seconds {
+            return Err(DriverError::rejected(format!(
+                "a renewal for {} s on a grant whose etcd lease lives {} s; renew with the TTL the lock was acquired with",
+                lease_seconds(ttl),
+                self.seconds
+            )));
+        }
+        let mut kv = self.shared.session.client().await?.kv_client();
+        let (kept, read) = tokio::join!(
+            self.shared.session.keep_alive(self.lease),
+            kv.get(self.key.clone(), None)
+        );
+        if matches!(kept, Ok(Kept::Gone)) {
+            return Ok(Renewal::Lost);
+        }
+        let read = read.map_err(|err| classify("renewing an etcd lock", err))?;
+        let ours = read
+            .kvs()
+            .first()
+            .is_some_and(|entry| entry.create_revision() == self.revision());
+        if !ours {
+            return Ok(Renewal::Lost);
+        }
+        kept.map(|_| Renewal::Renewed)
+    }
+
+    /// Deletes the entry if it is still this grant's; the next in the queue, watching
+    /// it, wakes.
+    async fn release(&self) -> Result<(), DriverError> {
+        let ours = Compare::create_revision(self.key.clone(), CompareOp::Equal, self.revision());
+        let txn = Txn::new()
+            .when([ours])
+            .and_then([TxnOp::delete(self.key.clone(), None)]);
+        let mut kv = self.shared.session.client().await?.kv_client();
+        kv.txn(txn)
+            .await
+            .map_err(|err| classify("releasing an etcd lock", err))?;
+        Ok(())
+    }
+
+    fn signals_loss(&self) -> bool {
+        false
+    }
+}

@@ -1,0 +1,175 @@
+//! The etcd driver (cargo feature `etcd`): locks on a linearizable, Raft-replicated
+//! store, for users who need the lock to survive a member's failure.
+//!
+//! # Data model
+//!
+//! A lock is a queue of keys under one prefix, `{namespace}/{length}:{name}/`, ordered
+//! by each key's create revision; the oldest holds the lock (etcd's own lock recipe).
+//! A waiting `lock()` call's key is written on its first attempt and keeps its place
+//! across attempts, so waiters are served first come, first served; a single try writes
+//! a key only when the queue is empty. Every key is attached to the driver's etcd
+//! lease for its TTL, so a crashed or cut-off process's keys go when its lease lapses.
+//!
+//! - **Fencing token**: the holder's key's create revision. Revisions only grow, across
+//!   compaction and restarts, and a later holder's key is always younger, so tokens
+//!   strictly increase per lock name.
+//! - **One round trip per operation.** An acquire is one transaction (queue the key
+//!   unless queued, read the queue) sent together with a keepalive of the lease; a
+//!   renew is a keepalive and a read of the key, sent together; a release is one
+//!   transaction that deletes the key if it is still the grant's.
+//! - **Waking**: a waiter behind another key watches that one key's deletion, from the
+//!   revision it read the queue at: a release wakes only the next in line.
+//!
+//! # Leases
+//!
+//! One etcd lease per driver and whole number of seconds of TTL, shared by its holds
+//! and waiters. It is kept alive by their own acquires and renewals, never by a
+//! background task, so a grant is never kept alive by anything but the Mutex that holds
+//! it and its neighbours on the same driver. A lease per hold would cost a round trip
+//! more per acquire (the grant of the lease, before the key can be written) and
+//! promise nothing more: validity is counted from each call's send time either way.
+//! etcd counts a lease's TTL in whole seconds (at least 1, and at least its own minimum,
+//! one and a half election timeouts), so a lease can outlive a TTL that is not whole
+//! seconds: the grant lives longer than asked, never shorter.
+//!
+//! docs/etcd.md has the guarantees, the failure behaviour and the figures.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use robit::Mutex;
+//! use robit::etcd::EtcdDriver;
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let driver = EtcdDriver::builder(["http://10.0.0.1:2379", "http://10.0.0.2:2379", "http://10.0.0.3:2379"])
+//!     .build()?;
+//! let mutex = Mutex::builder("nightly-report", driver)
+//!     .ttl(Duration::from_secs(10))
+//!     .build()?;
+//! let guard = mutex.lock().await?;
+//! println!("fencing token {}", guard.fence());
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+
+mod acquire;
+mod config;
+mod error;
+mod inspect;
+mod keys;
+mod lease;
+mod session;
+#[cfg(feature = "tls")]
+mod tls;
+mod watch;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+
+use self::config::Settings;
+pub use self::config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEALTH_CHECK, DEFAULT_NAMESPACE, DEFAULT_REQUEST_TIMEOUT,
+    EtcdConfigError, EtcdDriverBuilder,
+};
+use self::error::classify;
+use self::session::Session;
+use self::watch::Waiting;
+use crate::driver::{
+    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
+};
+
+/// A [`Driver`] on an etcd cluster. Cheap to clone; clones share one connection and
+/// one set of leases.
+///
+/// # Example
+///
+/// ```
+/// use robit::etcd::EtcdDriver;
+///
+/// let driver = EtcdDriver::builder(["http://127.0.0.1:2379"]).build()?;
+/// let shared = driver.clone(); // one connection, one lease
+/// # let _ = shared;
+/// # Ok::<(), robit::etcd::EtcdConfigError>(())
+/// ```
+#[derive(Clone)]
+pub struct EtcdDriver {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    session: Session,
+    waiting: Waiting,
+}
+
+impl EtcdDriver {
+    /// A builder for a driver on the cluster whose members are `endpoints`
+    /// (`http://host:port`, or `https://` with the `tls` feature). Every member may be
+    /// named: requests go to any that answers, and members forward to the leader.
+    pub fn builder<E: Into<String>>(endpoints: impl IntoIterator<Item = E>) -> EtcdDriverBuilder {
+        EtcdDriverBuilder::new(endpoints.into_iter().map(Into::into).collect())
+    }
+
+    fn from_settings(settings: Settings) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                session: Session::new(settings),
+                waiting: Waiting::default(),
+            }),
+        }
+    }
+}
+
+impl fmt::Debug for EtcdDriver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EtcdDriver")
+            .field("settings", self.shared.session.settings())
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Driver for EtcdDriver {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        acquire::acquire(&self.shared, request).await
+    }
+
+    fn watch_release(&self, request: &AcquireRequest) -> ReleaseWatch {
+        watch::watch_release(&self.shared, request)
+    }
+
+    /// Deletes the waiter's key, wherever it is in the queue (at its head, it may hold
+    /// the lock without knowing: the next in line wakes).
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        self.shared.waiting.served(request);
+        if request.waiter.is_none() {
+            return Ok(());
+        }
+        let prefix = keys::prefix(&self.shared.session.settings().namespace, &request.name);
+        let key = keys::entry(&prefix, request);
+        let queued = Compare::create_revision(key.clone(), CompareOp::Greater, 0);
+        let txn = Txn::new()
+            .when([queued])
+            .and_then([TxnOp::delete(key, None)]);
+        let mut kv = self.shared.session.client().await?.kv_client();
+        kv.txn(txn)
+            .await
+            .map_err(|err| classify("withdrawing an etcd waiter", err))?;
+        Ok(())
+    }
+
+    async fn inspect(&self, name: &LockName) -> Result<Inspection, DriverError> {
+        inspect::inspect(&self.shared, name).await
+    }
+
+    async fn force_release(
+        &self,
+        name: &LockName,
+        holder: OwnerToken,
+    ) -> Result<bool, DriverError> {
+        inspect::force_release(&self.shared, name, holder).await
+    }
+}
