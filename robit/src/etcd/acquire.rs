@@ -15,7 +15,7 @@ use etcd_client::{
     TxnOpResponse, TxnResponse,
 };
 
-use super::error::{classify, is_lease_gone};
+use super::error::is_lease_gone;
 use super::lease::EtcdLease;
 use super::session::{Kept, lease_seconds};
 use super::{Shared, keys};
@@ -52,16 +52,27 @@ async fn attempt(
     lease: i64,
     seconds: u64,
 ) -> Result<Attempt, DriverError> {
-    let prefix = keys::prefix(&shared.session.settings().namespace, &request.name);
+    let settings = shared.session.settings();
+    let prefix = keys::prefix(&settings.namespace, &request.name);
     let key = keys::entry(&prefix, request);
-    let txn = transaction(&prefix, &key, request, lease);
-    let mut kv = shared.session.client().await?.kv_client();
+    let link = shared.session.client().await?;
+    let stale = shared.unsettled.stale(&key);
+    let txn = transaction(&prefix, &key, request, lease, &stale);
+    shared
+        .unsettled
+        .attempting(&key, request, settings.request_timeout);
+    let mut kv = link.client.kv_client();
     let (answer, kept) = tokio::join!(kv.txn(txn), shared.session.keep_alive(lease));
     let answer = match answer {
         Ok(answer) => answer,
         Err(err) if is_lease_gone(&err) => return Ok(Attempt::LeaseGone),
-        Err(err) => return Err(classify("acquiring an etcd lock", err)),
+        Err(err) => {
+            return Err(shared
+                .session
+                .failed(link.index, "acquiring an etcd lock", err));
+        }
     };
+    shared.unsettled.swept(&stale);
     // The entry lives as long as its lease: granted only if the keepalive, sent with the
     // transaction, kept the lease alive for the TTL from this attempt's send.
     if kept? == Kept::Gone {
@@ -95,9 +106,17 @@ async fn attempt(
 }
 
 /// The transaction of one attempt. A waiter: queue the entry unless it is queued, then
-/// read the queue. A try: write the entry only if the queue is empty.
-fn transaction(prefix: &[u8], key: &[u8], request: &AcquireRequest, lease: i64) -> Txn {
+/// read the queue. A try: write the entry only if the queue is empty. Either way, it
+/// first deletes the `stale` entries of callers that went away.
+fn transaction(
+    prefix: &[u8],
+    key: &[u8],
+    request: &AcquireRequest,
+    lease: i64,
+    stale: &[Vec<u8>],
+) -> Txn {
     let end = keys::range_end(prefix);
+    let sweep = || stale.iter().map(|key| TxnOp::delete(key.clone(), None));
     let put = TxnOp::put(
         key.to_vec(),
         keys::owner_value(request.owner),
@@ -105,7 +124,10 @@ fn transaction(prefix: &[u8], key: &[u8], request: &AcquireRequest, lease: i64) 
     );
     if request.waiter.is_none() {
         let empty = Compare::create_revision(prefix.to_vec(), CompareOp::Equal, 0).with_range(end);
-        return Txn::new().when([empty]).and_then([put]);
+        return Txn::new()
+            .when([empty])
+            .and_then(sweep().chain([put]).collect::<Vec<_>>())
+            .or_else(sweep().collect::<Vec<_>>());
     }
     let queue = TxnOp::get(
         prefix.to_vec(),
@@ -119,8 +141,8 @@ fn transaction(prefix: &[u8], key: &[u8], request: &AcquireRequest, lease: i64) 
     let absent = Compare::create_revision(key.to_vec(), CompareOp::Equal, 0);
     Txn::new()
         .when([absent])
-        .and_then([put, queue.clone()])
-        .or_else([queue])
+        .and_then(sweep().chain([put, queue.clone()]).collect::<Vec<_>>())
+        .or_else(sweep().chain([queue]).collect::<Vec<_>>())
 }
 
 /// The queue the transaction read: its last operation's answer.
@@ -140,6 +162,7 @@ fn granted(
     request: &AcquireRequest,
 ) -> Acquire {
     shared.waiting.served(request);
+    shared.unsettled.settled(&key);
     let fence = FenceToken::new(u64::try_from(revision).unwrap_or(0));
     Acquire::Granted(Arc::new(EtcdLease::new(
         Arc::clone(shared),

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
-use super::error::classify;
 use super::{Shared, keys};
 use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken};
 
@@ -14,14 +13,17 @@ async fn queue(shared: &Shared, name: &LockName) -> Result<(Vec<u8>, Vec<KeyValu
     let options = GetOptions::new()
         .with_range(keys::range_end(&prefix))
         .with_sort(SortTarget::Create, SortOrder::Ascend);
-    let mut read = shared
-        .session
-        .client()
-        .await?
+    let link = shared.session.client().await?;
+    let mut read = link
+        .client
         .kv_client()
         .get(prefix.clone(), Some(options))
         .await
-        .map_err(|err| classify("reading an etcd lock", err))?;
+        .map_err(|err| {
+            shared
+                .session
+                .failed(link.index, "reading an etcd lock", err)
+        })?;
     Ok((prefix, read.take_kvs()))
 }
 
@@ -45,13 +47,16 @@ pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspecti
         .ok()
         .map(FenceToken::new);
     if head.lease() != 0 {
-        let left = shared
-            .session
-            .client()
-            .await?
+        let mut link = shared.session.client().await?;
+        let left = link
+            .client
             .lease_time_to_live(head.lease(), None)
             .await
-            .map_err(|err| classify("reading an etcd lease", err))?;
+            .map_err(|err| {
+                shared
+                    .session
+                    .failed(link.index, "reading an etcd lease", err)
+            })?;
         inspection.expires_in = u64::try_from(left.ttl()).ok().map(Duration::from_secs);
     }
     Ok(inspection)
@@ -73,13 +78,11 @@ pub(super) async fn force_release(
     let key = head.key().to_vec();
     let same = Compare::create_revision(key.clone(), CompareOp::Equal, head.create_revision());
     let txn = Txn::new().when([same]).and_then([TxnOp::delete(key, None)]);
-    let answer = shared
-        .session
-        .client()
-        .await?
-        .kv_client()
-        .txn(txn)
-        .await
-        .map_err(|err| classify("releasing an etcd lock by force", err))?;
+    let link = shared.session.client().await?;
+    let answer = link.client.kv_client().txn(txn).await.map_err(|err| {
+        shared
+            .session
+            .failed(link.index, "releasing an etcd lock by force", err)
+    })?;
     Ok(answer.succeeded())
 }

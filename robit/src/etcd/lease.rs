@@ -8,7 +8,6 @@ use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, Txn, TxnOp};
 
 use super::Shared;
-use super::error::classify;
 use super::session::{Kept, lease_seconds};
 use crate::driver::{DriverError, FenceToken, Lease, Renewal};
 
@@ -69,15 +68,18 @@ impl Lease for EtcdLease {
                 self.seconds
             )));
         }
-        let mut kv = self.shared.session.client().await?.kv_client();
-        let (kept, read) = tokio::join!(
-            self.shared.session.keep_alive(self.lease),
-            kv.get(self.key.clone(), None)
+        let session = &self.shared.session;
+        let link = session.client().await?;
+        let mut kv = link.client.kv_client();
+        let (kept, read, ()) = tokio::join!(
+            session.keep_alive(self.lease),
+            kv.get(self.key.clone(), None),
+            self.shared.sweep(&link),
         );
         if matches!(kept, Ok(Kept::Gone)) {
             return Ok(Renewal::Lost);
         }
-        let read = read.map_err(|err| classify("renewing an etcd lock", err))?;
+        let read = read.map_err(|err| session.failed(link.index, "renewing an etcd lock", err))?;
         let ours = read
             .kvs()
             .first()
@@ -95,10 +97,13 @@ impl Lease for EtcdLease {
         let txn = Txn::new()
             .when([ours])
             .and_then([TxnOp::delete(self.key.clone(), None)]);
-        let mut kv = self.shared.session.client().await?.kv_client();
-        kv.txn(txn)
-            .await
-            .map_err(|err| classify("releasing an etcd lock", err))?;
+        self.shared
+            .session
+            .twice("releasing an etcd lock", |client| {
+                let txn = txn.clone();
+                async move { client.kv_client().txn(txn).await }
+            })
+            .await?;
         Ok(())
     }
 

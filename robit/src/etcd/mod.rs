@@ -62,6 +62,7 @@ mod lease;
 mod session;
 #[cfg(feature = "tls")]
 mod tls;
+mod unsettled;
 mod watch;
 
 use std::fmt;
@@ -75,8 +76,8 @@ pub use self::config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_HEALTH_CHECK, DEFAULT_NAMESPACE, DEFAULT_REQUEST_TIMEOUT,
     EtcdConfigError, EtcdDriverBuilder,
 };
-use self::error::classify;
-use self::session::Session;
+use self::session::{Link, Session};
+use self::unsettled::Unsettled;
 use self::watch::Waiting;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
@@ -103,6 +104,25 @@ pub struct EtcdDriver {
 struct Shared {
     session: Session,
     waiting: Waiting,
+    unsettled: Unsettled,
+}
+
+impl Shared {
+    /// Deletes the entries of callers that went away (see `unsettled`), through `link`.
+    async fn sweep(&self, link: &Link) {
+        let stale = self.unsettled.stale(&[]);
+        if stale.is_empty() {
+            return;
+        }
+        let deletes: Vec<_> = stale
+            .iter()
+            .map(|key| TxnOp::delete(key.clone(), None))
+            .collect();
+        let mut kv = link.client.kv_client();
+        if kv.txn(Txn::new().and_then(deletes)).await.is_ok() {
+            self.unsettled.swept(&stale);
+        }
+    }
 }
 
 impl EtcdDriver {
@@ -118,6 +138,7 @@ impl EtcdDriver {
             shared: Arc::new(Shared {
                 session: Session::new(settings),
                 waiting: Waiting::default(),
+                unsettled: Unsettled::default(),
             }),
         }
     }
@@ -153,11 +174,16 @@ impl Driver for EtcdDriver {
         let queued = Compare::create_revision(key.clone(), CompareOp::Greater, 0);
         let txn = Txn::new()
             .when([queued])
-            .and_then([TxnOp::delete(key, None)]);
-        let mut kv = self.shared.session.client().await?.kv_client();
-        kv.txn(txn)
-            .await
-            .map_err(|err| classify("withdrawing an etcd waiter", err))?;
+            .and_then([TxnOp::delete(key.clone(), None)]);
+        self.shared
+            .session
+            .twice("withdrawing an etcd waiter", |client| {
+                let txn = txn.clone();
+                async move { client.kv_client().txn(txn).await }
+            })
+            .await?;
+        let timeout = self.shared.session.settings().request_timeout;
+        self.shared.unsettled.withdrawn(&key, timeout);
         Ok(())
     }
 

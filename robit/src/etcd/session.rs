@@ -1,5 +1,9 @@
-//! One driver's connection to etcd, made on first use, and its leases: one per whole
+//! One driver's connections to etcd, made on first use, and its leases: one per whole
 //! number of seconds of TTL asked for, shared by every entry of that TTL.
+//!
+//! The driver talks to one member at a time, and moves on to the next when a request
+//! to it fails in a way that retrying can help (refused, timed out, no leader): a dead
+//! or frozen member costs one failed request, not a share of every later one.
 //!
 //! A lease is kept alive only by the acquires and renewals of the holds on it, never by
 //! a task of its own: when nothing on this driver renews any more (its holders crashed,
@@ -7,9 +11,10 @@
 //! waiters' entries that a failed withdraw left behind included.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use etcd_client::{Client, ConnectOptions};
+use etcd_client::{Client, ConnectOptions, Error};
 use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 
 use super::config::Settings;
@@ -18,9 +23,18 @@ use crate::driver::DriverError;
 
 pub(super) struct Session {
     settings: Settings,
-    client: OnceCell<Client>,
+    /// One connection per endpoint, each made on first use.
+    clients: Vec<OnceCell<Client>>,
+    /// The endpoint requests go to.
+    current: AtomicUsize,
     /// Live lease ids by TTL in seconds.
     leases: AsyncMutex<BTreeMap<u64, i64>>,
+}
+
+/// A connection to one endpoint, and which: a failure on it moves the driver on.
+pub(super) struct Link {
+    pub(super) index: usize,
+    pub(super) client: Client,
 }
 
 /// What a keepalive learned of a lease.
@@ -45,8 +59,9 @@ pub(super) fn lease_seconds(ttl: Duration) -> u64 {
 impl Session {
     pub(super) fn new(settings: Settings) -> Self {
         Self {
+            clients: settings.endpoints.iter().map(|_| OnceCell::new()).collect(),
+            current: AtomicUsize::new(0),
             settings,
-            client: OnceCell::new(),
             leases: AsyncMutex::default(),
         }
     }
@@ -55,19 +70,62 @@ impl Session {
         &self.settings
     }
 
-    /// The connection, made (and authenticated) on first use.
-    pub(super) async fn client(&self) -> Result<Client, DriverError> {
-        self.client
+    /// The connection to the current endpoint, made (and authenticated) on first use.
+    pub(super) async fn client(&self) -> Result<Link, DriverError> {
+        let index = self.current.load(Ordering::Relaxed) % self.clients.len();
+        let endpoint = &self.settings.endpoints[index];
+        let client = self.clients[index]
             .get_or_try_init(|| async {
-                Client::connect(&self.settings.endpoints, Some(self.connect_options()?))
-                    .await
-                    .map_err(|err| classify("connecting to etcd", err))
+                let options = self.connect_options();
+                Client::connect([endpoint], Some(options)).await
             })
             .await
-            .cloned()
+            .map_err(|err| self.failed(index, "connecting to etcd", err))?;
+        Ok(Link {
+            index,
+            client: client.clone(),
+        })
     }
 
-    fn connect_options(&self) -> Result<ConnectOptions, DriverError> {
+    /// `err`, met on endpoint `index`, as a [`DriverError`]; if retrying can help, the
+    /// next request goes to the next endpoint.
+    pub(super) fn failed(&self, index: usize, what: &'static str, err: Error) -> DriverError {
+        let err = classify(what, err);
+        if err.is_transient() {
+            let next = (index + 1) % self.clients.len();
+            let _ =
+                self.current
+                    .compare_exchange(index, next, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        err
+    }
+
+    /// Runs `op` on the current endpoint and, if it fails in a way that retrying can
+    /// help, once more on the next: for requests that are safe to repeat and that
+    /// nobody repeats for us (a release, a withdraw).
+    pub(super) async fn twice<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T, DriverError>
+    where
+        F: Fn(Client) -> Fut,
+        Fut: Future<Output = Result<T, Error>>,
+    {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let link = self.client().await;
+            let result = match link {
+                Ok(link) => op(link.client)
+                    .await
+                    .map_err(|err| self.failed(link.index, what, err)),
+                Err(err) => Err(err),
+            };
+            match result {
+                Err(err) if err.is_transient() && tries < 2 => continue,
+                result => return result,
+            }
+        }
+    }
+
+    fn connect_options(&self) -> ConnectOptions {
         let settings = &self.settings;
         let mut options = ConnectOptions::new()
             .with_timeout(settings.request_timeout)
@@ -84,7 +142,7 @@ impl Session {
         if let Some(tls) = &settings.tls {
             options = options.with_tls(super::tls::options(tls));
         }
-        Ok(options)
+        options
     }
 
     /// The lease for entries of `seconds`, granted if there is none yet.
@@ -94,12 +152,12 @@ impl Session {
             return Ok(id);
         }
         let ttl = i64::try_from(seconds).unwrap_or(i64::MAX);
-        let granted = self
-            .client()
-            .await?
+        let mut link = self.client().await?;
+        let granted = link
+            .client
             .lease_grant(ttl, None)
             .await
-            .map_err(|err| classify("granting an etcd lease", err))?;
+            .map_err(|err| self.failed(link.index, "granting an etcd lease", err))?;
         leases.insert(seconds, granted.id());
         Ok(granted.id())
     }
@@ -114,11 +172,11 @@ impl Session {
 
     /// Renews lease `id` once: a keepalive, answered by the leader.
     pub(super) async fn keep_alive(&self, id: i64) -> Result<Kept, DriverError> {
-        let mut client = self.client().await?;
-        match client.lease_keep_alive(id).await {
+        let mut link = self.client().await?;
+        match link.client.lease_keep_alive(id).await {
             Ok(_) => Ok(Kept::Alive),
             Err(err) if is_lease_gone(&err) => Ok(Kept::Gone),
-            Err(err) => Err(classify("renewing the etcd lease", err)),
+            Err(err) => Err(self.failed(link.index, "renewing the etcd lease", err)),
         }
     }
 }

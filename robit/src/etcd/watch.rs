@@ -63,14 +63,20 @@ pub(super) fn watch_release(shared: &Arc<Shared>, request: &AcquireRequest) -> R
 
 /// Completes when `key` is deleted after `revision`, or the watch cannot go on.
 async fn gone(shared: &Shared, key: Vec<u8>, revision: i64) {
-    let Ok(client) = shared.session.client().await else {
+    let Ok(link) = shared.session.client().await else {
         return;
     };
     let options = WatchOptions::new()
         .with_start_revision(revision + 1)
         .with_filters([WatchFilterType::NoPut]);
-    let Ok(mut stream) = client.watch_client().watch(key, Some(options)).await else {
-        return;
+    let mut stream = match link.client.watch_client().watch(key, Some(options)).await {
+        Ok(stream) => stream,
+        Err(err) => {
+            shared
+                .session
+                .failed(link.index, "watching an etcd lock", err);
+            return;
+        }
     };
     while let Ok(Some(answer)) = stream.message().await {
         let deleted = answer
