@@ -6,12 +6,15 @@
 #![cfg(feature = "etcd")]
 #![allow(clippy::unwrap_used, clippy::print_stderr)]
 
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
+use etcd_client::{CompactionOptions, Permission};
 use robit::etcd::EtcdDriver;
-use robit::{Driver, LockName, LockState, Mutex, OwnerToken, Wait};
+use robit::{Driver, LockName, LockState, LossReason, Mutex, OwnerToken, Wait};
 use robit_test_support::etcd::EtcdCluster;
-use robit_test_support::redis::{FaultClients, FreezingProxy, LONG};
+use robit_test_support::kit::Beliefs;
+use robit_test_support::redis::{FAULT_TTL, FaultClients, FreezingProxy, LONG};
 use tokio::time::Instant;
 
 /// A driver on `endpoints` whose requests time out after 500 ms and whose connections
@@ -145,4 +148,155 @@ async fn locks_and_tokens_survive_a_restart_of_the_whole_cluster() {
     assert!(after.fence() > before, "{} after {before}", after.fence());
     after.unlock().await.unwrap();
     clients.assert_safe_and_live("whole cluster restarted", fault);
+}
+
+/// Locks and unlocks `name` from `clients` tasks, each with a driver of its own, for
+/// `time`, holding `hold` each time; returns how often each got it, with every belief
+/// and every fencing token recorded in `beliefs` and `fences`.
+async fn share(
+    endpoints: &[String],
+    clients: usize,
+    time: Duration,
+    hold: Duration,
+    beliefs: &Beliefs,
+    fences: &Arc<StdMutex<Vec<(Instant, u64)>>>,
+) -> Vec<u32> {
+    const WHO: [&str; 4] = ["p", "q", "r", "s"];
+    let until = Instant::now() + time;
+    let tasks: Vec<_> = WHO[..clients]
+        .iter()
+        .map(|&who| {
+            let mutex = Mutex::builder("shared", driver(endpoints)).build().unwrap();
+            let (beliefs, fences) = (beliefs.clone(), Arc::clone(fences));
+            tokio::spawn(async move {
+                let mut count = 0_u32;
+                while Instant::now() < until {
+                    if let Ok(guard) = mutex.lock_with(Wait::Timeout(LONG)).await {
+                        beliefs.begin(who);
+                        fences.lock().unwrap().push((Instant::now(), guard.fence().get()));
+                        count += 1;
+                        tokio::time::sleep(hold).await;
+                        beliefs.end(who);
+                        guard.unlock().await.unwrap();
+                    }
+                }
+                count
+            })
+        })
+        .collect();
+    let mut counts = Vec::new();
+    for task in tasks {
+        counts.push(task.await.unwrap());
+    }
+    counts
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_share_the_lock_fairly() {
+    let cluster = EtcdCluster::start(3);
+    let (beliefs, fences) = (Beliefs::default(), Arc::default());
+    let time = Duration::from_secs(3);
+    let counts = share(&cluster.endpoints(), 4, time, Duration::from_millis(5), &beliefs, &fences).await;
+    eprintln!("4 waiters, a driver each, for 3 s: {counts:?} locks each");
+    beliefs.assert_never_two_holders();
+    let mean = counts.iter().sum::<u32>() / 4;
+    assert!(mean > 0);
+    assert!(
+        counts.iter().all(|&count| count * 2 >= mean),
+        "a waiter got less than half the mean: {counts:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_keep_their_turns_while_the_history_they_watch_is_compacted() {
+    let cluster = EtcdCluster::start(3);
+    let endpoints = cluster.endpoints();
+    let mut admin = etcd_client::Client::connect(&endpoints, None).await.unwrap();
+    // Compacts the whole history, physically, every 10 ms: a waiter's watch then often
+    // starts at a revision already compacted away.
+    let compactions = tokio::spawn(async move {
+        let mut done = 0_u32;
+        loop {
+            let put = admin.put("noise", "x", None).await.unwrap();
+            let revision = put.header().unwrap().revision();
+            let physical = Some(CompactionOptions::new().with_physical());
+            admin.compact(revision, physical).await.unwrap();
+            done += 1;
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            if done == u32::MAX {
+                return;
+            }
+        }
+    });
+    let (beliefs, fences) = (Beliefs::default(), Arc::default());
+    let time = Duration::from_secs(3);
+    let counts = share(&endpoints, 3, time, Duration::from_millis(20), &beliefs, &fences).await;
+    compactions.abort();
+    eprintln!("3 waiters for 3 s, the history compacted every 10 ms: {counts:?} locks each");
+    beliefs.assert_never_two_holders();
+    assert!(counts.iter().all(|&count| count >= 5), "{counts:?}");
+    let mut fences = fences.lock().unwrap().clone();
+    fences.sort();
+    for pair in fences.windows(2) {
+        assert!(pair[1].1 > pair[0].1, "token {} after {}", pair[1].1, pair[0].1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_lease_is_a_loss_at_the_next_renewal() {
+    let cluster = EtcdCluster::start(3);
+    let clients = clients(&cluster);
+    let a = clients.holder("a").await;
+    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap();
+    let leases = admin.leases().await.unwrap();
+    let revoked = Instant::now();
+    for lease in leases.leases() {
+        admin.lease_revoke(lease.id()).await.unwrap();
+    }
+    let lost = tokio::time::timeout(LONG, a.lost_token().cancelled_owned()).await;
+    assert!(lost.is_ok(), "a never learned of its loss");
+    let (at, reason) = clients.loss_of("a").unwrap();
+    eprintln!(
+        "lease revoked: a told ({reason:?}) {} ms later",
+        at.saturating_duration_since(revoked).as_millis()
+    );
+    assert_eq!(reason, LossReason::NotOwner);
+    // Within one renewal interval (a third of the TTL), not at the validity deadline.
+    assert!(at.saturating_duration_since(revoked) < FAULT_TTL / 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_with_the_right_password_locks_and_a_wrong_password_is_a_clear_error() {
+    let cluster = EtcdCluster::start(1);
+    let endpoints = cluster.endpoints();
+    let mut admin = etcd_client::Client::connect(&endpoints, None).await.unwrap();
+    admin.user_add("root", "root-pw", None).await.unwrap();
+    admin.user_grant_role("root", "root").await.unwrap();
+    admin.role_add("locker").await.unwrap();
+    let namespace = Permission::read_write("robit/").with_prefix();
+    admin.role_grant_permission("locker", namespace).await.unwrap();
+    admin.user_add("app", "app-pw", None).await.unwrap();
+    admin.user_grant_role("app", "locker").await.unwrap();
+    admin.auth_enable().await.unwrap();
+
+    let user = |password: &str| {
+        EtcdDriver::builder(endpoints.clone())
+            .user("app", password)
+            .build()
+            .unwrap()
+    };
+    let mutex = Mutex::builder("job", user("app-pw")).build().unwrap();
+    let guard = mutex.lock().await.unwrap();
+    guard.unlock().await.unwrap();
+
+    let refused = Mutex::builder("job", user("wrong")).build().unwrap();
+    let err = refused
+        .lock_with(Wait::Timeout(Duration::from_secs(5)))
+        .await
+        .unwrap_err();
+    let text = format!("{err}: {:?}", std::error::Error::source(&err));
+    assert!(text.contains("check the user and password"), "{text}");
+    assert!(!text.contains("wrong"), "the password was printed: {text}");
 }

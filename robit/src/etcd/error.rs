@@ -23,6 +23,9 @@ pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
         source: Some(Box::new(err)),
     };
     match &err {
+        Error::GRpcStatus(status) if status.message().contains("authentication failed") => {
+            permanent("check the user and password", err)
+        }
         Error::GRpcStatus(status) => match status.code() {
             Code::Unauthenticated => permanent("check the user and password", err),
             Code::PermissionDenied => permanent(
