@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use etcd_client::{CompactionOptions, Permission};
 use robit::etcd::EtcdDriver;
-use robit::{Driver, LockName, LockState, LossReason, Mutex, OwnerToken, Wait};
+use robit::{Driver, LockName, LockState, LossReason, Mutex, OwnerToken, RefreshError, Wait};
 use robit_test_support::etcd::EtcdCluster;
 use robit_test_support::kit::Beliefs;
 use robit_test_support::redis::{FAULT_TTL, FaultClients, FreezingProxy, LONG};
@@ -38,7 +38,12 @@ async fn a_lock_is_the_oldest_key_of_its_queue_and_a_release_wakes_the_next() {
     let driver = driver(&cluster.endpoints());
     let mutex = Mutex::builder("job", driver.clone()).build().unwrap();
     let first = mutex.lock().await.unwrap();
-    let other = Mutex::builder("job", driver.clone()).build().unwrap();
+    // Renewed by hand, to see the forced release below at once.
+    let other = Mutex::builder("job", driver.clone())
+        .ttl(FAULT_TTL)
+        .watchdog(false)
+        .build()
+        .unwrap();
     let waiting = tokio::spawn(async move { other.lock_with(Wait::Timeout(LONG)).await });
     let name = LockName::from("job");
     let deadline = Instant::now() + LONG;
@@ -65,8 +70,15 @@ async fn a_lock_is_the_oldest_key_of_its_queue_and_a_release_wakes_the_next() {
     first.unlock().await.unwrap();
     let second = waiting.await.unwrap().unwrap();
     assert!(second.fence() > before);
-    second.unlock().await.unwrap();
+    // An operator frees the lock by force: the holder's next renewal finds it gone.
+    let holder = driver.inspect(&name).await.unwrap().holder.unwrap();
+    assert!(driver.force_release(&name, holder).await.unwrap());
     assert_eq!(driver.inspect(&name).await.unwrap().state, LockState::Free);
+    let refreshed = second.refresh(FAULT_TTL).await;
+    assert!(
+        matches!(refreshed, Err(RefreshError::Lost(LossReason::NotOwner))),
+        "{refreshed:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -173,7 +185,10 @@ async fn share(
                 while Instant::now() < until {
                     if let Ok(guard) = mutex.lock_with(Wait::Timeout(LONG)).await {
                         beliefs.begin(who);
-                        fences.lock().unwrap().push((Instant::now(), guard.fence().get()));
+                        fences
+                            .lock()
+                            .unwrap()
+                            .push((Instant::now(), guard.fence().get()));
                         count += 1;
                         tokio::time::sleep(hold).await;
                         beliefs.end(who);
@@ -196,7 +211,15 @@ async fn waiters_share_the_lock_fairly() {
     let cluster = EtcdCluster::start(3);
     let (beliefs, fences) = (Beliefs::default(), Arc::default());
     let time = Duration::from_secs(3);
-    let counts = share(&cluster.endpoints(), 4, time, Duration::from_millis(5), &beliefs, &fences).await;
+    let counts = share(
+        &cluster.endpoints(),
+        4,
+        time,
+        Duration::from_millis(5),
+        &beliefs,
+        &fences,
+    )
+    .await;
     eprintln!("4 waiters, a driver each, for 3 s: {counts:?} locks each");
     beliefs.assert_never_two_holders();
     let mean = counts.iter().sum::<u32>() / 4;
@@ -211,7 +234,9 @@ async fn waiters_share_the_lock_fairly() {
 async fn waiters_keep_their_turns_while_the_history_they_watch_is_compacted() {
     let cluster = EtcdCluster::start(3);
     let endpoints = cluster.endpoints();
-    let mut admin = etcd_client::Client::connect(&endpoints, None).await.unwrap();
+    let mut admin = etcd_client::Client::connect(&endpoints, None)
+        .await
+        .unwrap();
     // Compacts the whole history, physically, every 10 ms: a waiter's watch then often
     // starts at a revision already compacted away.
     let compactions = tokio::spawn(async move {
@@ -230,7 +255,15 @@ async fn waiters_keep_their_turns_while_the_history_they_watch_is_compacted() {
     });
     let (beliefs, fences) = (Beliefs::default(), Arc::default());
     let time = Duration::from_secs(3);
-    let counts = share(&endpoints, 3, time, Duration::from_millis(20), &beliefs, &fences).await;
+    let counts = share(
+        &endpoints,
+        3,
+        time,
+        Duration::from_millis(20),
+        &beliefs,
+        &fences,
+    )
+    .await;
     compactions.abort();
     eprintln!("3 waiters for 3 s, the history compacted every 10 ms: {counts:?} locks each");
     beliefs.assert_never_two_holders();
@@ -238,7 +271,12 @@ async fn waiters_keep_their_turns_while_the_history_they_watch_is_compacted() {
     let mut fences = fences.lock().unwrap().clone();
     fences.sort();
     for pair in fences.windows(2) {
-        assert!(pair[1].1 > pair[0].1, "token {} after {}", pair[1].1, pair[0].1);
+        assert!(
+            pair[1].1 > pair[0].1,
+            "token {} after {}",
+            pair[1].1,
+            pair[0].1
+        );
     }
 }
 
@@ -271,12 +309,17 @@ async fn a_revoked_lease_is_a_loss_at_the_next_renewal() {
 async fn a_user_with_the_right_password_locks_and_a_wrong_password_is_a_clear_error() {
     let cluster = EtcdCluster::start(1);
     let endpoints = cluster.endpoints();
-    let mut admin = etcd_client::Client::connect(&endpoints, None).await.unwrap();
+    let mut admin = etcd_client::Client::connect(&endpoints, None)
+        .await
+        .unwrap();
     admin.user_add("root", "root-pw", None).await.unwrap();
     admin.user_grant_role("root", "root").await.unwrap();
     admin.role_add("locker").await.unwrap();
     let namespace = Permission::read_write("robit/").with_prefix();
-    admin.role_grant_permission("locker", namespace).await.unwrap();
+    admin
+        .role_grant_permission("locker", namespace)
+        .await
+        .unwrap();
     admin.user_add("app", "app-pw", None).await.unwrap();
     admin.user_grant_role("app", "locker").await.unwrap();
     admin.auth_enable().await.unwrap();
