@@ -30,8 +30,8 @@
 //! The source is laid out the same way: `mutex/` (the public face: [`Mutex`],
 //! [`MutexBuilder`], [`Guard`]), `locker/` ([`Locker`]: locking by name), `engine/` (the
 //! state machine behind both, with the acquire loop and the watchdog as its children),
-//! `driver/` (the contract a backend implements), and the drivers `local/` and `redis/`
-//! (which holds the quorum driver, `redis/redlock/`).
+//! `driver/` (the contract a backend implements), and the drivers `local/`, `redis/`
+//! (which holds the quorum driver, `redis/redlock/`) and `etcd/` (feature `etcd`).
 //!
 //! - [`Mutex`], built by [`MutexBuilder`]: lock/unlock, the watchdog, loss signalling,
 //!   [`Stats`]. Scoped style through [`Guard`], or explicit `acquire`/`unlock`.
@@ -128,6 +128,11 @@ struct RedisGuideDoctests;
 #[cfg(all(doctest, feature = "redis"))]
 #[doc = include_str!("../../docs/redlock.md")]
 struct RedlockGuideDoctests;
+
+/// The etcd guide's code blocks, compiled as doctests.
+#[cfg(all(doctest, feature = "etcd"))]
+#[doc = include_str!("../../docs/etcd.md")]
+struct EtcdGuideDoctests;
 
 /// The safety argument's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -330,6 +330,9 @@ async fn a_user_with_the_right_password_locks_and_a_wrong_password_is_a_clear_er
             .build()
             .unwrap()
     };
+    user("app-pw").ping().await.unwrap();
+    let refused = user("wrong").ping().await.unwrap_err();
+    assert!(!refused.is_transient(), "{refused}");
     let mutex = Mutex::builder("job", user("app-pw")).build().unwrap();
     let guard = mutex.lock().await.unwrap();
     guard.unlock().await.unwrap();
@@ -342,4 +345,20 @@ async fn a_user_with_the_right_password_locks_and_a_wrong_password_is_a_clear_er
     let text = format!("{err}: {:?}", std::error::Error::source(&err));
     assert!(text.contains("check the user and password"), "{text}");
     assert!(!text.contains("wrong"), "the password was printed: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg(feature = "tls")]
+async fn a_cluster_that_speaks_only_tls_is_reached_with_its_authority() {
+    let (cluster, ca) = EtcdCluster::start_tls(1);
+    let driver = EtcdDriver::builder(cluster.endpoints())
+        .ca_certificate(ca)
+        .build()
+        .unwrap();
+    driver.ping().await.unwrap();
+    let mutex = Mutex::builder("job", driver).build().unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    // Without the authority, the members' certificate is not trusted.
+    let untrusted = EtcdDriver::builder(cluster.endpoints()).build().unwrap();
+    assert!(untrusted.ping().await.is_err());
 }

@@ -69,7 +69,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
 
 use self::config::Settings;
 pub use self::config::{
@@ -131,6 +131,28 @@ impl EtcdDriver {
     /// named: requests go to any that answers, and members forward to the leader.
     pub fn builder<E: Into<String>>(endpoints: impl IntoIterator<Item = E>) -> EtcdDriverBuilder {
         EtcdDriverBuilder::new(endpoints.into_iter().map(Into::into).collect())
+    }
+
+    /// Connects (and authenticates) if not yet connected, and reads the namespace once:
+    /// at start-up, to find a wrong endpoint, password or permission at once rather than
+    /// at the first lock.
+    ///
+    /// # Errors
+    ///
+    /// The [`DriverError`] the first lock would meet.
+    pub async fn ping(&self) -> Result<(), DriverError> {
+        let session = &self.shared.session;
+        let namespace = format!("{}/", session.settings().namespace);
+        let options = GetOptions::new()
+            .with_range(keys::range_end(namespace.as_bytes()))
+            .with_count_only();
+        session
+            .twice("reading the etcd namespace", |mut client| {
+                let (key, options) = (namespace.clone(), options.clone());
+                async move { client.get(key, Some(options)).await }
+            })
+            .await
+            .map(drop)
     }
 
     fn from_settings(settings: Settings) -> Self {

@@ -21,7 +21,16 @@ use tempfile::TempDir;
 struct Member {
     client: u16,
     peer: u16,
+    /// Plain HTTP `/health` and `/metrics`, whether clients speak TLS or not.
+    metrics: u16,
     child: Option<Child>,
+}
+
+/// Client TLS: the members' certificate and key files.
+#[derive(Debug)]
+struct Tls {
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 /// An etcd cluster of the test's own; killed on drop, its logs printed if the test is
@@ -31,11 +40,23 @@ pub struct EtcdCluster {
     binary: PathBuf,
     dir: TempDir,
     members: Vec<Member>,
+    tls: Option<Tls>,
 }
 
 impl EtcdCluster {
     /// A cluster of `size` members, started and with a leader.
     pub fn start(size: usize) -> Self {
+        Self::start_with(size, false).0
+    }
+
+    /// A cluster whose members speak only TLS to clients, with a certificate for
+    /// `localhost` signed by a throwaway authority; returns the authority's PEM too.
+    pub fn start_tls(size: usize) -> (Self, Vec<u8>) {
+        let (cluster, ca) = Self::start_with(size, true);
+        (cluster, ca.expect("an authority"))
+    }
+
+    fn start_with(size: usize, tls: bool) -> (Self, Option<Vec<u8>>) {
         let binary = std::env::var_os("ROBIT_ETCD")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("etcd"));
@@ -43,19 +64,32 @@ impl EtcdCluster {
             .map(|_| Member {
                 client: free_port(),
                 peer: free_port(),
+                metrics: free_port(),
                 child: None,
             })
             .collect();
+        let dir = tempfile::tempdir().expect("no temp dir");
+        let (tls, ca) = if tls {
+            let (tls, ca) = certificates(&dir);
+            (Some(tls), Some(ca))
+        } else {
+            (None, None)
+        };
         let mut cluster = Self {
             binary,
-            dir: tempfile::tempdir().expect("no temp dir"),
+            dir,
             members,
+            tls,
         };
         for index in 0..size {
             cluster.spawn(index);
         }
         cluster.wait_healthy();
-        cluster
+        (cluster, ca)
+    }
+
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() { "https" } else { "http" }
     }
 
     fn spawn(&mut self, index: usize) {
@@ -66,8 +100,16 @@ impl EtcdCluster {
             .map(|(i, m)| format!("m{i}=http://127.0.0.1:{}", m.peer))
             .collect();
         let member = &self.members[index];
-        let client = format!("http://127.0.0.1:{}", member.client);
+        let client = format!("{}://127.0.0.1:{}", self.scheme(), member.client);
         let peer = format!("http://127.0.0.1:{}", member.peer);
+        let metrics = format!("http://127.0.0.1:{}", member.metrics);
+        let mut tls_args = Vec::new();
+        if let Some(tls) = &self.tls {
+            tls_args.push("--cert-file".to_owned());
+            tls_args.push(tls.cert.display().to_string());
+            tls_args.push("--key-file".to_owned());
+            tls_args.push(tls.key.display().to_string());
+        }
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -89,6 +131,8 @@ impl EtcdCluster {
                 "--initial-advertise-peer-urls",
                 &peer,
             ])
+            .args(["--listen-metrics-urls", &metrics])
+            .args(&tls_args)
             .args(["--initial-cluster", &initial.join(",")])
             .args([
                 "--initial-cluster-state",
@@ -121,9 +165,14 @@ impl EtcdCluster {
         (0..self.members.len()).map(|i| self.endpoint(i)).collect()
     }
 
-    /// Member `index`'s client URL.
+    /// Member `index`'s client URL (`https://localhost:…` for a TLS cluster, the name
+    /// its certificate carries).
     pub fn endpoint(&self, index: usize) -> String {
-        format!("http://127.0.0.1:{}", self.members[index].client)
+        let port = self.members[index].client;
+        match self.tls {
+            Some(_) => format!("https://localhost:{port}"),
+            None => format!("http://127.0.0.1:{port}"),
+        }
     }
 
     /// Member `index`'s client port, for a proxy in front of it.
@@ -139,7 +188,7 @@ impl EtcdCluster {
             if member.child.is_none() {
                 continue;
             }
-            while !http_get(member.client, "/health").contains("\"health\":\"true\"") {
+            while !http_get(member.metrics, "/health").contains("\"health\":\"true\"") {
                 assert!(
                     Instant::now() < give_up,
                     "etcd member m{index} never became healthy:\n{}",
@@ -156,7 +205,7 @@ impl EtcdCluster {
         loop {
             for (index, member) in self.members.iter().enumerate() {
                 if member.child.is_some()
-                    && http_get(member.client, "/metrics").contains("\netcd_server_is_leader 1")
+                    && http_get(member.metrics, "/metrics").contains("\netcd_server_is_leader 1")
                 {
                     return index;
                 }
@@ -239,6 +288,31 @@ impl Drop for EtcdCluster {
             eprintln!("{}", self.logs());
         }
     }
+}
+
+/// A throwaway authority and a certificate for `localhost` signed by it, written to
+/// `dir`; the authority's PEM.
+fn certificates(dir: &TempDir) -> (Tls, Vec<u8>) {
+    let ca_key = rcgen::KeyPair::generate().expect("key");
+    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("ca");
+    let key = rcgen::KeyPair::generate().expect("key");
+    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
+    let cert = rcgen::CertificateParams::new(names)
+        .expect("params")
+        .signed_by(&key, &ca)
+        .expect("certificate");
+    let write = |name: &str, pem: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, pem).expect("write");
+        path
+    };
+    let tls = Tls {
+        cert: write("member.crt", &cert.pem()),
+        key: write("member.key", &key.serialize_pem()),
+    };
+    (tls, ca.pem().into_bytes())
 }
 
 /// The body of `GET path` on loopback `port`, or "" if it does not answer within 1 s.
