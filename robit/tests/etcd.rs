@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use etcd_client::{CompactionOptions, Permission};
 use robit::etcd::EtcdDriver;
-use robit::{Driver, LockName, LockState, LossReason, Mutex, OwnerToken, RefreshError, Wait};
+use robit::{
+    Acquire, AcquireRequest, Driver, LockName, LockState, LossReason, Mutex, OwnerToken,
+    RefreshError, Renewal, Wait, Waiter,
+};
 use robit_test_support::etcd::EtcdCluster;
 use robit_test_support::kit::Beliefs;
 use robit_test_support::redis::{FAULT_TTL, FaultClients, FreezingProxy, LONG};
@@ -361,4 +364,54 @@ async fn a_cluster_that_speaks_only_tls_is_reached_with_its_authority() {
     // Without the authority, the members' certificate is not trusted.
     let untrusted = EtcdDriver::builder(cluster.endpoints()).build().unwrap();
     assert!(untrusted.ping().await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_earlier_attempt_granted_late_neither_renews_nor_releases_a_later_one_s_grant() {
+    let cluster = EtcdCluster::start(1);
+    let endpoints = cluster.endpoints();
+    let (one, other) = (driver(&endpoints), driver(&endpoints));
+    let name = LockName::from("job");
+    let waiter = Waiter::new(7, Duration::from_millis(250));
+    let attempt = |number: u32| {
+        AcquireRequest::new(
+            name.clone(),
+            OwnerToken::from_u128(u128::from(number) + 1),
+            FAULT_TTL,
+        )
+        .with_waiter(waiter.on_attempt(number))
+    };
+    // Attempt 0 is granted, but its answer reaches a Mutex that gave up on it; the same
+    // waiter's later attempts go on.
+    let Acquire::Granted(early) = one.acquire(&attempt(0)).await.unwrap() else {
+        panic!("the free lock was not granted");
+    };
+    let mut late = None;
+    for number in 1..4 {
+        if let Acquire::Granted(lease) = one.acquire(&attempt(number)).await.unwrap() {
+            late = Some(lease);
+            break;
+        }
+    }
+    let late = late.expect("a later attempt at the head was never granted");
+    assert!(
+        late.fence() > early.fence(),
+        "{} after {}",
+        late.fence(),
+        early.fence()
+    );
+    early.release().await.unwrap();
+    assert_eq!(early.renew(FAULT_TTL).await.unwrap(), Renewal::Lost);
+    assert_eq!(late.renew(FAULT_TTL).await.unwrap(), Renewal::Renewed);
+    let try_now =
+        |owner| AcquireRequest::new(name.clone(), OwnerToken::from_u128(owner), FAULT_TTL);
+    assert!(matches!(
+        other.acquire(&try_now(90)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    late.release().await.unwrap();
+    assert!(matches!(
+        other.acquire(&try_now(91)).await.unwrap(),
+        Acquire::Granted(_)
+    ));
 }

@@ -16,6 +16,14 @@ pub(super) fn is_lease_gone(err: &Error) -> bool {
     }
 }
 
+/// etcd's answer when the user's token predates a change to users or roles (or has
+/// expired): authenticating again fixes it.
+pub(super) fn is_stale_token(err: &Error) -> bool {
+    matches!(err, Error::GRpcStatus(status)
+        if status.message().contains("revision of auth store is old")
+            || status.message().contains("invalid auth token"))
+}
+
 /// Classifies `err`: transient errors are retried by the Mutex, permanent ones returned.
 pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
     let permanent = |advice: &str, err: Error| DriverError::Rejected {
@@ -23,6 +31,7 @@ pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
         source: Some(Box::new(err)),
     };
     match &err {
+        _ if is_stale_token(&err) => DriverError::unavailable(Explained { what, source: err }),
         Error::GRpcStatus(status) if status.message().contains("authentication failed") => {
             permanent("check the user and password", err)
         }

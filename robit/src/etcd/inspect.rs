@@ -43,9 +43,7 @@ pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspecti
     }
     inspection.state = LockState::Held;
     inspection.holder = owner;
-    inspection.fence = u64::try_from(head.create_revision())
-        .ok()
-        .map(FenceToken::new);
+    inspection.fence = u64::try_from(head.mod_revision()).ok().map(FenceToken::new);
     if head.lease() != 0 {
         let mut link = shared.session.client().await?;
         let left = link

@@ -37,17 +37,25 @@ pub(super) fn entry(prefix: &[u8], request: &AcquireRequest) -> Vec<u8> {
     key
 }
 
-/// An entry's value: the owner token of the attempt that wrote it, in hex.
-pub(super) fn owner_value(owner: OwnerToken) -> Vec<u8> {
-    hex128(owner.as_u128()).to_vec()
+/// An entry's value: the number of the attempt that wrote it (8 hex digits, so that
+/// values compare as attempts do) and that attempt's owner token (32 hex digits). A
+/// waiter's later attempt rewrites it when it is granted, so that a grant is one
+/// attempt's alone: an earlier attempt's late release or renew compares the value and
+/// finds it is not theirs.
+pub(super) fn value(request: &AcquireRequest) -> Vec<u8> {
+    let attempt = request.waiter.map_or(0, |waiter| waiter.attempt);
+    let mut value = Vec::with_capacity(40);
+    value.extend_from_slice(&hex128(u128::from(attempt))[24..]);
+    value.extend_from_slice(&hex128(request.owner.as_u128()));
+    value
 }
 
 /// The owner token an entry's value names, if robit wrote it.
 pub(super) fn parse_owner(value: &[u8]) -> Option<OwnerToken> {
-    if value.len() != 32 {
+    if value.len() != 40 {
         return None;
     }
-    let text = std::str::from_utf8(value).ok()?;
+    let text = std::str::from_utf8(&value[8..]).ok()?;
     u128::from_str_radix(text, 16)
         .ok()
         .map(OwnerToken::from_u128)
@@ -118,8 +126,24 @@ mod tests {
     #[test]
     fn an_owner_survives_the_round_trip_through_its_value() {
         let owner = OwnerToken::from_u128(0x0123_4567_89ab_cdef_0011_2233_4455_6677);
-        assert_eq!(parse_owner(&owner_value(owner)), Some(owner));
+        let request = AcquireRequest::new(LockName::from("a"), owner, Duration::from_secs(1));
+        assert_eq!(parse_owner(&value(&request)), Some(owner));
         assert_eq!(parse_owner(b"not a token"), None);
+    }
+
+    #[test]
+    fn a_later_attempt_s_value_is_larger_whatever_the_owners() {
+        let attempt = |n: u32, owner: u128| {
+            let request = request("a", Some(1));
+            let mut request =
+                AcquireRequest::new(request.name, OwnerToken::from_u128(owner), request.ttl)
+                    .with_waiter(request.waiter.unwrap().on_attempt(n));
+            request.lock_delay = Duration::ZERO;
+            value(&request)
+        };
+        assert!(attempt(9, 0) < attempt(10, 0));
+        assert!(attempt(1, u128::MAX) < attempt(2, 0));
+        assert_eq!(&attempt(255, 0)[..8], b"000000ff");
     }
 
     #[test]

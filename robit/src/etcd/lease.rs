@@ -11,10 +11,13 @@ use super::Shared;
 use super::session::{Kept, lease_seconds};
 use crate::driver::{DriverError, FenceToken, Lease, Renewal};
 
-/// One grant: entry `key`, created at revision `fence`, on lease `lease`.
+/// One grant: entry `key`, last written at revision `fence` with the granted attempt's
+/// `value`, on lease `lease`. Nothing writes a granted entry again, so its mod revision
+/// names this grant alone.
 pub(super) struct EtcdLease {
     shared: Arc<Shared>,
     key: Vec<u8>,
+    value: Vec<u8>,
     fence: FenceToken,
     lease: i64,
     seconds: u64,
@@ -24,6 +27,7 @@ impl EtcdLease {
     pub(super) fn new(
         shared: Arc<Shared>,
         key: Vec<u8>,
+        value: Vec<u8>,
         fence: FenceToken,
         lease: i64,
         seconds: u64,
@@ -31,6 +35,7 @@ impl EtcdLease {
         Self {
             shared,
             key,
+            value,
             fence,
             lease,
             seconds,
@@ -83,7 +88,7 @@ impl Lease for EtcdLease {
         let ours = read
             .kvs()
             .first()
-            .is_some_and(|entry| entry.create_revision() == self.revision());
+            .is_some_and(|entry| entry.mod_revision() == self.revision());
         if !ours {
             return Ok(Renewal::Lost);
         }
@@ -93,18 +98,27 @@ impl Lease for EtcdLease {
     /// Deletes the entry if it is still this grant's; the next in the queue, watching
     /// it, wakes.
     async fn release(&self) -> Result<(), DriverError> {
-        let ours = Compare::create_revision(self.key.clone(), CompareOp::Equal, self.revision());
+        let ours = Compare::mod_revision(self.key.clone(), CompareOp::Equal, self.revision());
         let txn = Txn::new()
             .when([ours])
             .and_then([TxnOp::delete(self.key.clone(), None)]);
-        self.shared
+        let result = self
+            .shared
             .session
             .twice("releasing an etcd lock", |client| {
                 let txn = txn.clone();
                 async move { client.kv_client().txn(txn).await }
             })
-            .await?;
-        Ok(())
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(err) => {
+                // Nobody may retry: the driver's next call deletes the entry instead,
+                // or its lease lapses, whichever comes first.
+                self.shared.unsettled.abandoned(&self.key, &self.value);
+                Err(err)
+            }
+        }
     }
 
     fn signals_loss(&self) -> bool {

@@ -108,18 +108,24 @@ struct Shared {
 }
 
 impl Shared {
-    /// Deletes the entries of callers that went away (see `unsettled`), through `link`.
+    /// Deletes a batch of the entries whose callers went away (see `unsettled`), through
+    /// `link`: each only if its value is not larger than the one recorded, so that an
+    /// attempt granted meanwhile keeps its grant.
     async fn sweep(&self, link: &Link) {
-        let stale = self.unsettled.stale(&[]);
+        let stale = self.unsettled.stale();
         if stale.is_empty() {
             return;
         }
-        let deletes: Vec<_> = stale
+        let guarded: Vec<_> = stale
             .iter()
-            .map(|key| TxnOp::delete(key.clone(), None))
+            .map(|(key, value)| {
+                let newer = Compare::value(key.clone(), CompareOp::Greater, value.clone());
+                let delete = TxnOp::delete(key.clone(), None);
+                TxnOp::txn(Txn::new().when([newer]).or_else([delete]))
+            })
             .collect();
         let mut kv = link.client.kv_client();
-        if kv.txn(Txn::new().and_then(deletes)).await.is_ok() {
+        if kv.txn(Txn::new().and_then(guarded)).await.is_ok() {
             self.unsettled.swept(&stale);
         }
     }

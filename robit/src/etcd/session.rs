@@ -12,19 +12,21 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock as StdRwLock};
 use std::time::Duration;
 
 use etcd_client::{Client, ConnectOptions, Error};
 use tokio::sync::{Mutex as AsyncMutex, OnceCell};
 
 use super::config::Settings;
-use super::error::{classify, is_lease_gone};
+use super::error::{classify, is_lease_gone, is_stale_token};
 use crate::driver::DriverError;
 
 pub(super) struct Session {
     settings: Settings,
-    /// One connection per endpoint, each made on first use.
-    clients: Vec<OnceCell<Client>>,
+    /// One connection per endpoint, each made on first use (and made again when its
+    /// authentication token went stale).
+    clients: Vec<StdRwLock<Arc<OnceCell<Client>>>>,
     /// The endpoint requests go to.
     current: AtomicUsize,
     /// Live lease ids by TTL in seconds.
@@ -59,7 +61,11 @@ pub(super) fn lease_seconds(ttl: Duration) -> u64 {
 impl Session {
     pub(super) fn new(settings: Settings) -> Self {
         Self {
-            clients: settings.endpoints.iter().map(|_| OnceCell::new()).collect(),
+            clients: settings
+                .endpoints
+                .iter()
+                .map(|_| StdRwLock::default())
+                .collect(),
             current: AtomicUsize::new(0),
             settings,
             leases: AsyncMutex::default(),
@@ -74,7 +80,12 @@ impl Session {
     pub(super) async fn client(&self) -> Result<Link, DriverError> {
         let index = self.current.load(Ordering::Relaxed) % self.clients.len();
         let endpoint = &self.settings.endpoints[index];
-        let client = self.clients[index]
+        let cell = Arc::clone(
+            &self.clients[index]
+                .read()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        let client = cell
             .get_or_try_init(|| async {
                 let options = self.connect_options();
                 Client::connect([endpoint], Some(options)).await
@@ -90,6 +101,12 @@ impl Session {
     /// `err`, met on endpoint `index`, as a [`DriverError`]; if retrying can help, the
     /// next request goes to the next endpoint.
     pub(super) fn failed(&self, index: usize, what: &'static str, err: Error) -> DriverError {
+        if is_stale_token(&err) {
+            // Authenticate again on the next call.
+            *self.clients[index]
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = Arc::default();
+        }
         let err = classify(what, err);
         if err.is_transient() {
             let next = (index + 1) % self.clients.len();
@@ -174,7 +191,13 @@ impl Session {
     pub(super) async fn keep_alive(&self, id: i64) -> Result<Kept, DriverError> {
         let mut link = self.client().await?;
         match link.client.lease_keep_alive(id).await {
-            Ok(_) => Ok(Kept::Alive),
+            Ok((keeper, mut stream)) => {
+                // End the call cleanly: half-close, then read to the server's trailers,
+                // or etcd counts every keepalive as a failed call in its metrics.
+                drop(keeper);
+                while let Ok(Some(_)) = stream.message().await {}
+                Ok(Kept::Alive)
+            }
             Err(err) if is_lease_gone(&err) => Ok(Kept::Gone),
             Err(err) => Err(self.failed(link.index, "renewing the etcd lease", err)),
         }

@@ -15,34 +15,57 @@ use etcd_client::{EventType, WatchFilterType, WatchOptions};
 use super::Shared;
 use crate::driver::{AcquireRequest, ReleaseWatch};
 
-/// The entry each queued waiter waits behind, by waiter id. Only looked up by id, never
-/// iterated, so hash order cannot reach behaviour.
+/// What a waiter waits for: the entry just ahead of it as of a revision, or nothing
+/// (try again at once).
+type Ahead = Option<(Vec<u8>, i64)>;
+
+/// Per queued waiter, by waiter id: its entry's create revision, and what it waits for.
+/// Only looked up by id, never iterated, so hash order cannot reach behaviour.
 #[derive(Default)]
 pub(super) struct Waiting {
-    ahead: StdMutex<HashMap<u128, (Vec<u8>, i64)>>,
+    waiters: StdMutex<HashMap<u128, Queued>>,
+}
+
+#[derive(Default)]
+struct Queued {
+    created: Option<i64>,
+    ahead: Option<Ahead>,
 }
 
 impl Waiting {
-    fn entries(&self) -> std::sync::MutexGuard<'_, HashMap<u128, (Vec<u8>, i64)>> {
-        self.ahead.lock().unwrap_or_else(PoisonError::into_inner)
+    fn waiters(&self) -> std::sync::MutexGuard<'_, HashMap<u128, Queued>> {
+        self.waiters.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `request`'s waiter waits behind `key`, as of `revision`.
-    pub(super) fn ahead_of(&self, request: &AcquireRequest, key: Vec<u8>, revision: i64) {
+    /// The create revision of `request`'s waiter's entry, if an attempt learned it.
+    pub(super) fn revision(&self, request: &AcquireRequest) -> Option<i64> {
+        let waiter = request.waiter?;
+        self.waiters().get(&waiter.id)?.created
+    }
+
+    /// `request`'s waiter's entry was created at `revision`.
+    pub(super) fn queued_at(&self, request: &AcquireRequest, revision: i64) {
         if let Some(waiter) = request.waiter {
-            self.entries().insert(waiter.id, (key, revision));
+            self.waiters().entry(waiter.id).or_default().created = Some(revision);
+        }
+    }
+
+    /// What `request`'s waiter waits for next.
+    pub(super) fn ahead_of(&self, request: &AcquireRequest, ahead: Ahead) {
+        if let Some(waiter) = request.waiter {
+            self.waiters().entry(waiter.id).or_default().ahead = Some(ahead);
         }
     }
 
     /// `request`'s waiter waits no more: granted, or gone.
     pub(super) fn served(&self, request: &AcquireRequest) {
         if let Some(waiter) = request.waiter {
-            self.entries().remove(&waiter.id);
+            self.waiters().remove(&waiter.id);
         }
     }
 
-    fn take(&self, id: u128) -> Option<(Vec<u8>, i64)> {
-        self.entries().remove(&id)
+    fn take(&self, id: u128) -> Option<Ahead> {
+        self.waiters().get_mut(&id)?.ahead.take()
     }
 }
 
@@ -53,11 +76,13 @@ pub(super) fn watch_release(shared: &Arc<Shared>, request: &AcquireRequest) -> R
     };
     let shared = Arc::clone(shared);
     ReleaseWatch::new(async move {
-        let Some((key, revision)) = shared.waiting.take(waiter.id) else {
-            // The attempt did not find an entry ahead (it failed): the Mutex polls.
-            return std::future::pending().await;
-        };
-        gone(&shared, key, revision).await;
+        match shared.waiting.take(waiter.id) {
+            Some(Some((key, revision))) => gone(&shared, key, revision).await,
+            // At the head, with a claim still to make: at once.
+            Some(None) => {}
+            // The attempt failed and found nothing to wait for: the Mutex polls.
+            None => std::future::pending().await,
+        }
     })
 }
 
