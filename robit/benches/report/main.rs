@@ -12,7 +12,9 @@
 //! `RedlockDriver` and rslock's `LockManager` over the same three, next to robit's
 //! single-server driver ([`quorum`]). Each reports, per lock + unlock cycle, the round
 //! trips, the commands Redis ran (those inside scripts included), the servers' CPU time
-//! and the client's ([`meter`]), then the wall-clock figures.
+//! and the client's ([`meter`]), then the wall-clock figures. With the `etcd` feature,
+//! a fifth: robit's etcd driver on a cluster of the bench's own, next to its Redis
+//! driver (`etcd`).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -21,6 +23,8 @@
 )]
 
 mod contention;
+#[cfg(feature = "etcd")]
+mod etcd;
 mod lockers;
 mod meter;
 mod quorum;
@@ -88,5 +92,7 @@ fn main() {
         throughput::run(&mut setup).await;
         contention::run(&mut setup).await;
         quorum::run(&mut setup).await;
+        #[cfg(feature = "etcd")]
+        etcd::run(&mut setup).await;
     });
 }
