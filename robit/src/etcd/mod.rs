@@ -10,15 +10,24 @@
 //! a key only when the queue is empty. Every key is attached to the driver's etcd
 //! lease for its TTL, so a crashed or cut-off process's keys go when its lease lapses.
 //!
-//! - **Fencing token**: the holder's key's create revision. Revisions only grow, across
-//!   compaction and restarts, and a later holder's key is always younger, so tokens
-//!   strictly increase per lock name.
+//! - **Claims**: the first attempt that finds its key at the head rewrites the key's
+//!   value (attempt number, owner) in the same transaction, over an earlier attempt's
+//!   value only. A grant is that attempt's alone: an earlier attempt granted late
+//!   cannot renew or release it.
+//! - **Fencing token**: the revision of that claim, the key's mod revision. A claim is
+//!   made at the head, after the last holder's key was deleted, and revisions only grow,
+//!   across compaction and restarts, so tokens strictly increase per lock name.
 //! - **One round trip per operation.** An acquire is one transaction (queue the key
-//!   unless queued, read the queue) sent together with a keepalive of the lease; a
-//!   renew is a keepalive and a read of the key, sent together; a release is one
-//!   transaction that deletes the key if it is still the grant's.
+//!   unless queued, claim it if at the head, read the queue) sent together with a
+//!   keepalive of the lease; a renew is a keepalive and a read of the key, sent
+//!   together; a release is one transaction that deletes the key if its mod revision is
+//!   still the grant's token.
 //! - **Waking**: a waiter behind another key watches that one key's deletion, from the
 //!   revision it read the queue at: a release wakes only the next in line.
+//! - **Sweeping**: a key whose caller went away without deleting it (a failed withdraw
+//!   or release, an attempt that wrote after the withdraw) is deleted by the driver's
+//!   next acquire or renew, under a guard that spares a grant made meanwhile (see
+//!   docs/etcd.md).
 //!
 //! # Leases
 //!
