@@ -9,12 +9,14 @@
 #![allow(clippy::print_stderr)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::host::{Certificates, free_port};
 
 /// One member: its ports and, while it runs, its process.
 #[derive(Debug)]
@@ -70,8 +72,12 @@ impl EtcdCluster {
             .collect();
         let dir = tempfile::tempdir().expect("no temp dir");
         let (tls, ca) = if tls {
-            let (tls, ca) = certificates(&dir);
-            (Some(tls), Some(ca))
+            let certificates = Certificates::write_to(dir.path());
+            let tls = Tls {
+                cert: certificates.cert,
+                key: certificates.key,
+            };
+            (Some(tls), Some(certificates.ca_pem))
         } else {
             (None, None)
         };
@@ -290,31 +296,6 @@ impl Drop for EtcdCluster {
     }
 }
 
-/// A throwaway authority and a certificate for `localhost` signed by it, written to
-/// `dir`; the authority's PEM.
-fn certificates(dir: &TempDir) -> (Tls, Vec<u8>) {
-    let ca_key = rcgen::KeyPair::generate().expect("key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("ca");
-    let key = rcgen::KeyPair::generate().expect("key");
-    let names = vec!["localhost".to_owned(), "127.0.0.1".to_owned()];
-    let cert = rcgen::CertificateParams::new(names)
-        .expect("params")
-        .signed_by(&key, &ca)
-        .expect("certificate");
-    let write = |name: &str, pem: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, pem).expect("write");
-        path
-    };
-    let tls = Tls {
-        cert: write("member.crt", &cert.pem()),
-        key: write("member.key", &key.serialize_pem()),
-    };
-    (tls, ca.pem().into_bytes())
-}
-
 /// The body of `GET path` on loopback `port`, or "" if it does not answer within 1 s.
 fn http_get(port: u16, path: &str) -> String {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
@@ -328,12 +309,4 @@ fn http_get(port: u16, path: &str) -> String {
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     answer
-}
-
-/// A loopback port nothing listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("no free port")
-        .port()
 }

@@ -22,5 +22,6 @@
 
 pub mod bench;
 pub mod etcd;
+mod host;
 pub mod kit;
 pub mod redis;

@@ -7,12 +7,14 @@
 #![allow(clippy::print_stderr)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
+
+use crate::host::{Certificates, free_port};
 
 /// A `redis-server` of the test's own; killed on drop, its log printed if the test is failing.
 #[derive(Debug)]
@@ -108,23 +110,13 @@ impl RedisServer {
     /// throwaway certificate authority. Returns the server and the authority's PEM.
     pub fn start_tls(args: &[&str]) -> (Self, Vec<u8>) {
         let dir = tempfile::tempdir().expect("no temp dir");
-        let ca_key = rcgen::KeyPair::generate().expect("key");
-        let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
-        ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = rcgen::CertifiedIssuer::self_signed(ca_params, ca_key).expect("ca");
-        let server_key = rcgen::KeyPair::generate().expect("key");
-        let server_cert = rcgen::CertificateParams::new(vec!["localhost".to_owned()])
-            .expect("params")
-            .signed_by(&server_key, &ca)
-            .expect("certificate");
-        let write = |name: &str, pem: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, pem).expect("write");
-            path.display().to_string()
-        };
-        let ca_file = write("ca.crt", &ca.pem());
-        let cert_file = write("server.crt", &server_cert.pem());
-        let key_file = write("server.key", &server_key.serialize_pem());
+        let certificates = Certificates::write_to(dir.path());
+        let path = |path: &std::path::Path| path.display().to_string();
+        let (ca_file, cert_file, key_file) = (
+            path(&certificates.ca),
+            path(&certificates.cert),
+            path(&certificates.key),
+        );
         let tls_port = free_port().to_string();
         let mut all = vec![
             "--tls-port",
@@ -142,7 +134,7 @@ impl RedisServer {
         let mut server = Self::start_with(&all);
         server.tls_port = tls_port.parse().ok();
         server.tls_dir = Some(dir);
-        (server, ca.pem().into_bytes())
+        (server, certificates.ca_pem)
     }
 
     /// The `rediss://` URL of a server started with [`start_tls`](Self::start_tls).
@@ -308,12 +300,4 @@ pub(super) fn wait_answering(port: u16, what: &str, log: impl Fn() -> String) {
         assert!(Instant::now() < give_up, "{what} did not start:\n{}", log());
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// A loopback port nothing listens on right now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("no free port")
-        .port()
 }
