@@ -215,12 +215,12 @@ fn queue_of(answer: TxnResponse) -> Vec<KeyValue> {
 fn granted(shared: &Arc<Shared>, entry: Entry, revision: i64, lease: i64, seconds: u64) -> Acquire {
     shared.unsettled.settled(&entry.key);
     let fence = FenceToken::new(u64::try_from(revision).unwrap_or(0));
-    Acquire::Granted(Arc::new(EtcdLease::new(
-        Arc::clone(shared),
-        entry.key,
-        entry.value,
+    Acquire::Granted(Arc::new(EtcdLease {
+        shared: Arc::clone(shared),
+        key: entry.key,
+        value: entry.value,
         fence,
         lease,
         seconds,
-    )))
+    }))
 }

@@ -15,33 +15,16 @@ use crate::driver::{DriverError, FenceToken, Lease, Renewal};
 /// `value`, on lease `lease`. Nothing writes a granted entry again, so its mod revision
 /// names this grant alone.
 pub(super) struct EtcdLease {
-    shared: Arc<Shared>,
-    key: Vec<u8>,
-    value: Vec<u8>,
-    fence: FenceToken,
-    lease: i64,
-    seconds: u64,
+    pub(super) shared: Arc<Shared>,
+    pub(super) key: Vec<u8>,
+    pub(super) value: Vec<u8>,
+    pub(super) fence: FenceToken,
+    pub(super) lease: i64,
+    /// The lease's TTL in whole seconds: no renewal may ask for more.
+    pub(super) seconds: u64,
 }
 
 impl EtcdLease {
-    pub(super) fn new(
-        shared: Arc<Shared>,
-        key: Vec<u8>,
-        value: Vec<u8>,
-        fence: FenceToken,
-        lease: i64,
-        seconds: u64,
-    ) -> Self {
-        Self {
-            shared,
-            key,
-            value,
-            fence,
-            lease,
-            seconds,
-        }
-    }
-
     fn revision(&self) -> i64 {
         i64::try_from(self.fence.get()).unwrap_or(i64::MAX)
     }

@@ -76,6 +76,7 @@ mod watch;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp};
@@ -114,6 +115,8 @@ struct Shared {
     session: Session,
     waiting: Waiting,
     unsettled: Unsettled,
+    /// Whether the last sweep failed, so that a run of failures is logged once.
+    sweep_failing: AtomicBool,
 }
 
 impl Shared {
@@ -134,8 +137,18 @@ impl Shared {
             })
             .collect();
         let mut kv = link.client.kv_client();
-        if kv.txn(Txn::new().and_then(guarded)).await.is_ok() {
-            self.unsettled.swept(&stale);
+        match kv.txn(Txn::new().and_then(guarded)).await {
+            Ok(_) => {
+                if self.sweep_failing.swap(false, Ordering::Relaxed) {
+                    tracing::info!(target: "robit", "etcd: forgotten lock entries are swept again");
+                }
+                self.unsettled.swept(&stale);
+            }
+            Err(error) => {
+                if !self.sweep_failing.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(target: "robit", %error, keys = stale.len(), "etcd: could not delete lock entries whose callers went away; they hold up their queues until a later call deletes them or the driver's lease lapses");
+                }
+            }
         }
     }
 }
@@ -176,6 +189,7 @@ impl EtcdDriver {
                 session: Session::new(settings),
                 waiting: Waiting::default(),
                 unsettled: Unsettled::default(),
+                sweep_failing: AtomicBool::new(false),
             }),
         }
     }
