@@ -67,6 +67,8 @@
 //! Spans `lock` (an acquire) and `lease` (a hold's watchdog) and events for acquire,
 //! renew, loss and release are emitted under the target `robit`.
 
+// docs.rs marks what each driver needs: which cargo feature turns it on.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 // Library code reports errors; it does not unwrap them. (Tests may.)
 #![cfg_attr(
     not(test),
@@ -99,7 +101,7 @@ pub use crate::driver::{
     Acquire, AcquireRequest, BoxError, Driver, DriverError, FenceGate, FenceToken, Inspection,
     Lease, LockName, LockState, OwnerToken, ReleaseWatch, Renewal, StaleFence, Waiter,
 };
-#[cfg(feature = "mutants")]
+#[cfg(robit_mutants)]
 #[doc(hidden)]
 pub use crate::engine::Mutant;
 pub use crate::engine::{

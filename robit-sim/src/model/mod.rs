@@ -103,7 +103,7 @@ impl ModelConfig {
 
     /// Plants `mutant` in every client's mutex (for the conformance tests).
     #[doc(hidden)]
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub fn mutant(mut self, mutant: robit::Mutant) -> Self {
         self.world = self.world.with_mutant(mutant);
         self

@@ -81,7 +81,7 @@ pub(crate) struct ScriptCache {
     vm: Option<Vm>,
     loaded: BTreeMap<String, Function>,
     /// Changes planted in every script loaded (`find`, `replace`).
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     edits: Vec<(String, String)>,
 }
 
@@ -109,9 +109,9 @@ impl ScriptCache {
             self.vm = Some(vm);
         }
         let vm = self.vm.clone().ok_or_else(|| Frame::error("ERR no Lua"))?;
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         let edited = self.edited(body);
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         let body = edited.as_slice();
         let function = vm.compile(body)?;
         self.loaded.insert(sha.clone(), function.clone());
@@ -126,13 +126,13 @@ impl ScriptCache {
     }
 
     /// Plants a change in every script loaded from now on: `find` replaced by `replace`.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub(crate) fn plant_edit(&mut self, find: &str, replace: &str) {
         self.edits.push((find.to_owned(), replace.to_owned()));
     }
 
     /// `body` with the planted changes made.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     fn edited(&self, body: &[u8]) -> Vec<u8> {
         let mut text = String::from_utf8_lossy(body).into_owned();
         for (find, replace) in &self.edits {

@@ -280,7 +280,7 @@ impl RedisState {
     /// script with `find` replaced by `replace`, under the SHA1 of the text it was sent.
     /// For the conformance tests: a planted change to robit's scripts must be caught.
     #[doc(hidden)]
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub fn plant_script_edit(&self, find: &str, replace: &str) {
         self.lock().scripts.plant_edit(find, replace);
     }

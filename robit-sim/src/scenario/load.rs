@@ -131,7 +131,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         settle: raw.liveness.settle.map(|d| d.0),
         clients,
         faults,
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         script_edits: Vec::new(),
     })
 }
@@ -226,7 +226,7 @@ fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, Scena
         wait,
         backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),
         lock_delay: lock.lock_delay.map(|d| d.0),
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         mutant: None,
     };
     // The library's own validation decides what a valid lock is.
@@ -258,7 +258,7 @@ impl LockSettings {
         if let Some(delay) = self.lock_delay {
             builder = builder.lock_delay(delay);
         }
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         if let Some(mutant) = self.mutant {
             builder = builder.mutant(mutant);
         }

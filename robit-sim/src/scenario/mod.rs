@@ -76,7 +76,7 @@ pub struct Scenario {
     pub(crate) faults: Vec<Fault>,
     /// Changes planted in every script the simulated Redis loads (`find`, `replace`),
     /// for the conformance tests.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub(crate) script_edits: Vec<(String, String)>,
 }
 
@@ -203,7 +203,7 @@ impl Scenario {
     /// The scenario with `mutant` planted in every client's mutex: how the conformance
     /// tests show that a library with that bug would be caught.
     #[doc(hidden)]
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub fn with_mutant(mut self, mutant: robit::Mutant) -> Self {
         self.lock.mutant = Some(mutant);
         self
@@ -214,7 +214,7 @@ impl Scenario {
     /// and hash, the real text). How the conformance tests show that the simulation
     /// runs the scripts' real text, and catches a wrong one.
     #[doc(hidden)]
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub fn with_script_edit(mut self, find: &str, replace: &str) -> Self {
         self.script_edits
             .push((find.to_owned(), replace.to_owned()));
@@ -322,7 +322,7 @@ pub(crate) struct LockSettings {
     pub(crate) backoff: Option<(Duration, Duration)>,
     pub(crate) lock_delay: Option<Duration>,
     /// A bug planted in every client's mutex, for the conformance tests.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub(crate) mutant: Option<robit::Mutant>,
 }
 

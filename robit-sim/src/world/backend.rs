@@ -98,7 +98,7 @@ impl BackendState {
                         format!("1{}", RedisState::robit_identity(1)).into_bytes(),
                     ],
                 );
-                #[cfg(feature = "mutants")]
+                #[cfg(robit_mutants)]
                 for (find, replace) in &scenario.script_edits {
                     state.plant_script_edit(find, replace);
                 }

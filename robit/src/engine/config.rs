@@ -57,7 +57,7 @@ pub(crate) struct Config {
     pub(crate) drift_factor: f64,
     pub(crate) safety_margin: Duration,
     /// A planted bug, for the simulation harness.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub(crate) mutant: Option<super::mutant::Mutant>,
     pub(crate) wait: Wait,
     pub(crate) backoff: Backoff,
@@ -133,7 +133,7 @@ pub(crate) struct Settings {
     /// driver's own timers run on.
     pub(crate) injected_clock: bool,
     pub(crate) entropy: Arc<dyn Entropy>,
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     pub(crate) mutant: Option<super::mutant::Mutant>,
 }
 
@@ -159,7 +159,7 @@ impl Settings {
             clock: Arc::new(TokioClock),
             injected_clock: false,
             entropy: Arc::new(OsEntropy::new()),
-            #[cfg(feature = "mutants")]
+            #[cfg(robit_mutants)]
             mutant: None,
         }
     }
@@ -185,7 +185,7 @@ impl Settings {
             });
         }
         let drift = self.drift_factor;
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         let drift = if self.mutant == Some(super::mutant::Mutant::DriftIgnored) {
             0.0
         } else {
@@ -278,7 +278,7 @@ impl Settings {
             on_jeopardy: self.on_jeopardy.into(),
             clock: self.clock,
             entropy: self.entropy,
-            #[cfg(feature = "mutants")]
+            #[cfg(robit_mutants)]
             mutant: self.mutant,
         })
     }

@@ -38,7 +38,7 @@ impl Core {
 
     /// [`lose`](Self::lose), answering the lease of the hold it ended.
     fn lose_hold(&self, id: u64, reason: LossReason) -> Option<Arc<dyn Lease>> {
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         if self.config.planted(super::mutant::Mutant::NoLossSignal) {
             return None;
         }

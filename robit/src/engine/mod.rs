@@ -17,7 +17,7 @@ mod config;
 mod hold;
 mod jeopardy;
 mod loss;
-#[cfg(feature = "mutants")]
+#[cfg(robit_mutants)]
 mod mutant;
 mod refresh;
 mod release;
@@ -42,7 +42,7 @@ pub use self::config::{
 };
 pub(crate) use self::hold::Installed;
 use self::hold::{Ended, Hold, Phase};
-#[cfg(feature = "mutants")]
+#[cfg(robit_mutants)]
 pub use self::mutant::Mutant;
 pub(crate) use self::refresh::refresh;
 pub(crate) use self::release::unlock;
@@ -368,7 +368,7 @@ impl Core {
     pub(crate) fn is_held(&self, id: Option<u64>) -> bool {
         let now = self.now();
         let phase = &self.state().phase;
-        #[cfg(feature = "mutants")]
+        #[cfg(robit_mutants)]
         if self.config.planted(mutant::Mutant::NoLossSignal) {
             return matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id));
         }

@@ -10,7 +10,7 @@ use crate::error::UnlockError;
 /// Unlocks and waits for the backend to confirm the release.
 pub(crate) async fn unlock(core: &Arc<Core>, id: Option<u64>) -> Result<(), UnlockError> {
     let (hold, now) = core.end_voluntarily(id)?;
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     super::mutant::loss_after_unlock(
         &core.config,
         hold.fence,

@@ -273,9 +273,9 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(now);
-                #[cfg(not(feature = "mutants"))]
+                #[cfg(not(robit_mutants))]
                 let from = sent;
-                #[cfg(feature = "mutants")]
+                #[cfg(robit_mutants)]
                 let from = super::mutant::validity_from(config, sent, || clock.now());
                 deadline = from + config.validity;
                 if !core.extend(id, deadline, now) {

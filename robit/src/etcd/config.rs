@@ -43,10 +43,10 @@ pub enum EtcdConfigError {
         /// The rejected endpoint.
         endpoint: String,
     },
-    /// An `https://` endpoint or TLS settings, in a build without the `tls` feature.
+    /// An `https://` endpoint or TLS settings, in a build without the `etcd-tls` feature.
     #[error(
         "etcd endpoint {endpoint:?} needs TLS, which this build lacks; enable robit's \
-         `tls` feature"
+         `etcd-tls` feature"
     )]
     TlsNotCompiled {
         /// The endpoint that asked for TLS.
@@ -75,7 +75,7 @@ pub enum EtcdConfigError {
 }
 
 /// TLS to etcd: the authority that signed the members' certificates, and optionally a
-/// certificate for the client (etcd's `--client-cert-auth`). Needs the `tls` feature.
+/// certificate for the client (etcd's `--client-cert-auth`). Needs the `etcd-tls` feature.
 #[derive(Clone, Default)]
 pub(super) struct TlsSettings {
     pub(super) ca_pem: Option<Vec<u8>>,
@@ -162,7 +162,7 @@ impl EtcdDriverBuilder {
     }
 
     /// Trusts the certificate authority in `pem` for the members' certificates, in
-    /// place of the platform's roots (`tls` feature).
+    /// place of the platform's roots (`etcd-tls` feature).
     pub fn ca_certificate(mut self, pem: impl Into<Vec<u8>>) -> Self {
         self.settings
             .tls
@@ -172,7 +172,7 @@ impl EtcdDriverBuilder {
     }
 
     /// Presents a client certificate and its private key, both PEM, for members that
-    /// check clients' certificates (`tls` feature). The key is never printed.
+    /// check clients' certificates (`etcd-tls` feature). The key is never printed.
     pub fn client_identity(
         mut self,
         cert_pem: impl Into<Vec<u8>>,
@@ -186,7 +186,7 @@ impl EtcdDriverBuilder {
     }
 
     /// The name the members' certificates must carry, when it is not the endpoints'
-    /// host (`tls` feature).
+    /// host (`etcd-tls` feature).
     pub fn tls_domain(mut self, domain: impl Into<String>) -> Self {
         self.settings
             .tls
@@ -243,7 +243,7 @@ fn validate(settings: &Settings) -> Result<(), EtcdConfigError> {
     for endpoint in &settings.endpoints {
         validate_endpoint(endpoint, settings.tls.is_some())?;
     }
-    if settings.tls.is_some() && !cfg!(feature = "tls") {
+    if settings.tls.is_some() && !cfg!(feature = "etcd-tls") {
         return Err(EtcdConfigError::TlsNotCompiled {
             endpoint: settings.endpoints[0].clone(),
         });
@@ -293,7 +293,7 @@ fn validate_endpoint(endpoint: &str, tls: bool) -> Result<(), EtcdConfigError> {
     if host.is_empty() || host.contains('/') || port.parse::<u16>().is_err() {
         return Err(invalid());
     }
-    if secure && !cfg!(feature = "tls") {
+    if secure && !cfg!(feature = "etcd-tls") {
         return Err(EtcdConfigError::TlsNotCompiled {
             endpoint: endpoint.to_owned(),
         });

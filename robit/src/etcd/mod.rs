@@ -69,7 +69,7 @@ mod inspect;
 mod keys;
 mod lease;
 mod session;
-#[cfg(feature = "tls")]
+#[cfg(feature = "etcd-tls")]
 mod tls;
 mod unsettled;
 mod watch;
@@ -155,7 +155,7 @@ impl Shared {
 
 impl EtcdDriver {
     /// A builder for a driver on the cluster whose members are `endpoints`
-    /// (`http://host:port`, or `https://` with the `tls` feature). Every member may be
+    /// (`http://host:port`, or `https://` with the `etcd-tls` feature). Every member may be
     /// named: requests go to any that answers, and members forward to the leader.
     pub fn builder<E: Into<String>>(endpoints: impl IntoIterator<Item = E>) -> EtcdDriverBuilder {
         EtcdDriverBuilder::new(endpoints.into_iter().map(Into::into).collect())

@@ -155,7 +155,7 @@ impl Session {
                 .with_user(user.clone(), password.clone())
                 .with_auto_token_refresh(true);
         }
-        #[cfg(feature = "tls")]
+        #[cfg(feature = "etcd-tls")]
         if let Some(tls) = &settings.tls {
             options = options.with_tls(super::tls::options(tls));
         }

@@ -1,10 +1,10 @@
-//! TLS to etcd (`tls` feature): the members' authority, the client's own certificate.
+//! TLS to etcd (`etcd-tls` feature): the members' authority, the client's own certificate.
 
 use etcd_client::{Certificate, Identity, TlsOptions};
 
 use super::config::TlsSettings;
 
-/// tonic's TLS settings for `tls`: its authority, or the web's roots without one.
+/// tonic's TLS settings for `etcd-tls`: its authority, or the web's roots without one.
 pub(super) fn options(tls: &TlsSettings) -> TlsOptions {
     let mut options = TlsOptions::new();
     options = match &tls.ca_pem {

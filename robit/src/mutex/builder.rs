@@ -64,7 +64,7 @@ impl MutexBuilder {
     }
 
     /// Plants `mutant` in the mutex this builds: for robit-sim's conformance tests only.
-    #[cfg(feature = "mutants")]
+    #[cfg(robit_mutants)]
     #[doc(hidden)]
     pub fn mutant(mut self, mutant: crate::engine::Mutant) -> Self {
         self.settings.mutant = Some(mutant);

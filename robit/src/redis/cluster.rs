@@ -20,7 +20,7 @@ use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 /// Built by [`RedisDriver::cluster`](super::RedisDriver::cluster), which also spreads the
 /// namespace over the cluster's masters (docs/redis.md, "Redis Cluster"). The node URLs
 /// carry the ACL username and password (`redis://user:pass@host:7000`, the same in each);
-/// `rediss://` needs the crate's `tls` feature. Neither `Debug` nor
+/// `rediss://` needs the crate's `redis-tls` feature. Neither `Debug` nor
 /// [`describe`](Connector::describe) shows a password.
 ///
 /// Hand-off notifications are published with `PUBLISH`, which a cluster delivers to the
@@ -63,7 +63,7 @@ impl ClusterConnector {
 
     /// As [`new`](Self::new), reaching every node with `node`'s credentials, database and
     /// protocol rather than the URLs' own: both the commands and the hand-off
-    /// subscription. TLS comes from the URLs (`rediss://`, the crate's `tls` feature).
+    /// subscription. TLS comes from the URLs (`rediss://`, the crate's `redis-tls` feature).
     ///
     /// # Errors
     ///

@@ -72,7 +72,7 @@ pub trait Connector: Send + Sync + 'static {
 /// `MultiplexedConnection` at a time, replaced by the driver when it fails.
 ///
 /// The URL carries the ACL username and password (`redis://user:pass@host:6379/0`);
-/// `rediss://` needs the crate's `tls` feature. Neither `Debug` nor `describe` shows the
+/// `rediss://` needs the crate's `redis-tls` feature. Neither `Debug` nor `describe` shows the
 /// password.
 ///
 /// # Example
@@ -106,7 +106,7 @@ impl UrlConnector {
     }
 }
 
-#[cfg(feature = "tls")]
+#[cfg(feature = "redis-tls")]
 impl UrlConnector {
     /// Like [`new`](Self::new), for a `rediss://` server whose certificate is signed by a
     /// private certificate authority: `ca_pem` is that authority's certificate, in PEM.

@@ -169,7 +169,7 @@ impl<C: Connector> Drop for Inner<C> {
 }
 
 impl RedisDriver<UrlConnector> {
-    /// Starts building a driver for the server at `url` (`redis://` or, with the `tls`
+    /// Starts building a driver for the server at `url` (`redis://` or, with the `redis-tls`
     /// feature, `rediss://`; ACL credentials go in the URL).
     pub fn builder(url: &str) -> RedisDriverBuilder<UrlConnector> {
         RedisDriverBuilder::new(UrlConnector::new(url))

@@ -87,21 +87,22 @@ impl Dispatcher {
         let mut woken = None;
         let answer = std::future::poll_fn(|cx| {
             let poll = call.as_mut().poll(cx);
-            if let Some(waiter) = next.take() {
-                if poll.is_pending() && self.waiters.wake(waiter) {
-                    tracing::trace!(target: "robit", waiter, "woke the next in line as the release went out");
-                    woken = Some(waiter);
-                }
+            if let Some(waiter) = next.take()
+                && poll.is_pending()
+                && self.waiters.wake(waiter)
+            {
+                tracing::trace!(target: "robit", waiter, "woke the next in line as the release went out");
+                woken = Some(waiter);
             }
             poll
         })
         .await;
-        if let Ok(Freed::ReservedFor(Some(waiter))) = answer {
-            if self.waiters.wake(waiter) {
-                tracing::trace!(target: "robit", waiter, "woke the waiter the lock was handed to");
-                if woken != Some(waiter) {
-                    tokio::task::yield_now().await;
-                }
+        if let Ok(Freed::ReservedFor(Some(waiter))) = answer
+            && self.waiters.wake(waiter)
+        {
+            tracing::trace!(target: "robit", waiter, "woke the waiter the lock was handed to");
+            if woken != Some(waiter) {
+                tokio::task::yield_now().await;
             }
         }
         answer

@@ -1,15 +1,31 @@
 //! What the tests' own servers share: a free loopback port, and a throwaway certificate
 //! authority with a certificate for `localhost`.
 
+use std::collections::BTreeSet;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-/// A loopback port nothing listens on right now.
+/// The ports handed out so far in this process.
+static HANDED_OUT: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
+
+/// A loopback port nothing listens on right now, and never handed out before in this
+/// process: tests that share a process (plain `cargo test`) each get servers at
+/// addresses of their own, so no driver mistakes one test's server for another's that
+/// it has seen (the Redis driver remembers the servers it met, process-wide).
 pub(crate) fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("no free port")
-        .port()
+    let mut handed_out = HANDED_OUT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .expect("no free port")
+            .port();
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// A certificate for `localhost` and `127.0.0.1` signed by a throwaway authority, written

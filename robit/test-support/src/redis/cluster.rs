@@ -83,7 +83,7 @@ impl RedisCluster {
         command.args(ports.map(|port| format!("127.0.0.1:{port}")));
         command.args(["--cluster-replicas", &replicas, "--cluster-yes"]);
         let output = command.stdin(Stdio::null()).output().unwrap_or_else(|err| {
-            panic!("could not run {cli}: {err}; install redis-cli or point ROBIT_REDIS_CLI at one")
+            panic!("could not run {cli}: {err}; install redis-tools (it has redis-cli) or point ROBIT_REDIS_CLI at one")
         });
         let (out, err) = (&output.stdout, &output.stderr);
         let said = String::from_utf8_lossy(out) + String::from_utf8_lossy(err);
