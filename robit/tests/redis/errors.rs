@@ -1,6 +1,5 @@
 //! Bad input and a hostile server get clear, typed errors — never a panic — and the
 //! password never shows up in Debug output, errors or logs.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

@@ -3,7 +3,6 @@
 //!
 //! Real time throughout (the server's clock is real): the tests wait for events and
 //! assert their order, never durations, except where the server itself reports one.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

@@ -9,8 +9,6 @@
 //! the older snapshot each give two holders, which is what the detection is for.
 //!
 //! Real time throughout; the figures each run prints are in docs/redis.md.
-#![cfg(feature = "redis")]
-#![allow(clippy::print_stderr)]
 
 use robit_test_support::redis as support;
 

@@ -5,7 +5,6 @@
 //! The drivers here cannot subscribe, and their waiters poll once a minute: within the
 //! tests' limits, only the direct wake can move a waiter. Real time, real server; the
 //! tests wait for events, never assert durations.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

@@ -4,11 +4,10 @@
 //! connection, one subscription.
 //!
 //! The fair queue — hand-off, waiters, reservations, the subscription that wakes them —
-//! is in `redis_fair_queue.rs`.
+//! is in `redis/fair_queue.rs`.
 //!
 //! These run in real time (the server's clock is real). They wait for events, never
 //! assert durations.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

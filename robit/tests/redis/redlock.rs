@@ -3,8 +3,6 @@
 //! restarted without its data, a client cut off from a majority — with every belief
 //! interval checked for overlap.
 
-#![allow(clippy::unwrap_used, clippy::print_stderr)]
-
 use std::time::Duration;
 
 use robit::redis::{RedisConfigError, RedisDriver, RedlockDriver, UrlConnector};

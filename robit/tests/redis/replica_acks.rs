@@ -1,6 +1,5 @@
 //! Replica-acknowledged grants and renewals (`RedisDriverBuilder::replica_acks`), against a
 //! real primary and replica whose replication link the test can freeze.
-#![cfg(feature = "redis")]
 
 use robit_test_support::redis as support;
 

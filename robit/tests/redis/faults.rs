@@ -1,10 +1,9 @@
 //! The Redis driver under server faults: restarts without persistence, SIGSTOP, killed
 //! connections, SCRIPT FLUSH, FLUSHALL, evicted or overwritten keys. The quarantine
-//! itself, and the first use of a namespace, are in `redis_quarantine.rs`.
+//! itself, and the first use of a namespace, are in `redis/quarantine.rs`.
 //!
 //! Real time throughout. The assertions are about order — who was told what, before
 //! whom — and about never having two holders, recorded as belief intervals.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

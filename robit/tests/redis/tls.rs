@@ -1,5 +1,4 @@
 //! TLS to Redis: `rediss://` URLs, a private certificate authority, credentials over TLS.
-#![cfg(feature = "tls")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

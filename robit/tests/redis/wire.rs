@@ -6,7 +6,6 @@
 //! these tests; and the expected commands come from redis-rs's own script invocation, so
 //! the driver's NOSCRIPT handling (SCRIPT LOAD, then EVALSHA once more) must match it too.
 //! No server: a fake connection records each packed command and answers from a script.
-#![cfg(feature = "redis")]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex as StdMutex};

@@ -6,7 +6,6 @@
 //!
 //! These run in real time (the server's clock is real). They wait for events, never
 //! assert durations.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

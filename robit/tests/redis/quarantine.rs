@@ -3,7 +3,6 @@
 //! on a fresh server, quarantined after a loss by every driver that knew the namespace.
 //!
 //! Real time throughout; the servers' restarts are real.
-#![cfg(feature = "redis")]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

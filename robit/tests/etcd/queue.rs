@@ -2,9 +2,6 @@
 //! (`--features etcd`): waiters with a driver each share the lock fairly, and keep their
 //! turns and increasing tokens while the history they watch is compacted under them.
 
-#![cfg(feature = "etcd")]
-#![allow(clippy::unwrap_used, clippy::print_stderr)]
-
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 

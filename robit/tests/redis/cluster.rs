@@ -10,8 +10,6 @@
 //!
 //! The clients' quarantine is 5 s (at least their TTL, 2 s, as it must be) rather than
 //! the default 30 s, to keep the run short. Real time throughout.
-#![cfg(feature = "redis")]
-#![allow(clippy::print_stderr)]
 
 use robit_test_support::kit as common;
 use robit_test_support::redis as support;

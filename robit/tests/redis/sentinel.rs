@@ -2,7 +2,6 @@
 //! replica and three sentinels started by the test: it follows a sentinel-driven
 //! failover (`SENTINEL FAILOVER`, and the primary killed), and — the replica lagging, the
 //! holder's grant lost with the old primary — never gives the lock to two holders.
-#![cfg(feature = "redis")]
 
 use robit_test_support::redis as support;
 

@@ -2,10 +2,7 @@
 //! (`--features etcd`): grants, queueing and waking, fencing across a restart of the
 //! whole cluster, and faults — the leader killed, a member frozen, the holder's link
 //! frozen, the lease revoked — with every belief interval checked for overlap; users,
-//! passwords and TLS. Sharing the lock among waiters is in `etcd_queue.rs`.
-
-#![cfg(feature = "etcd")]
-#![allow(clippy::unwrap_used, clippy::print_stderr)]
+//! passwords and TLS. Sharing the lock among waiters is in `etcd/queue.rs`.
 
 use std::time::Duration;
 
@@ -239,7 +236,7 @@ async fn a_user_with_the_right_password_locks_and_a_wrong_password_is_a_clear_er
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg(feature = "tls")]
+#[cfg(feature = "etcd-tls")]
 async fn a_cluster_that_speaks_only_tls_is_reached_with_its_authority() {
     let (cluster, ca) = EtcdCluster::start_tls(1);
     let driver = EtcdDriver::builder(cluster.endpoints())
