@@ -87,7 +87,7 @@ impl ModelConfig {
             cases: cases_from_env(),
             max_ops: 40,
             regressions: None,
-            replay: "cargo test -p robit-sim --test model".to_owned(),
+            replay: "ROBIT_MUTANTS=1 cargo test -p robit-sim --test sim -- model::".to_owned(),
             driver: None,
         }
     }

@@ -12,22 +12,24 @@
 
 use robit_test_support::redis as support;
 
-mod planted;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use planted::{Bug, DRIVER_BUGS, LIBRARY_BUGS, PlantedDriver, SCRIPT_CHANGES};
+use crate::planted::{Bug, PlantedDriver};
 use robit::redis::RedisDriver;
-use robit::{Mutant, TokioClock};
+use robit::sources::TokioClock;
 use robit_sim::conformance::{
     ContractOptions, SimulationOptions, check_contract, check_in_simulation,
 };
-use robit_sim::{
-    Backend, DriverFactory, ModelConfig, ModelFailure, Scenario, check_model, load_scenarios, run,
-    run_driver,
-};
+use robit_sim::{DriverFactory, ModelConfig, check_model, load_scenarios};
+
+#[cfg(robit_mutants)]
+use crate::planted::{DRIVER_BUGS, LIBRARY_BUGS, SCRIPT_CHANGES};
+#[cfg(robit_mutants)]
+use robit::Mutant;
+#[cfg(robit_mutants)]
+use robit_sim::{Backend, ModelFailure, Scenario, run, run_driver};
 
 fn scenarios() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scenarios")
@@ -35,8 +37,10 @@ fn scenarios() -> PathBuf {
 
 /// Set to 1, every planted driver bug goes through all three parts of the suite, even
 /// one the contract has caught already (as docs/verification.md records them).
+#[cfg(robit_mutants)]
 const FULL: &str = "ROBIT_CONFORMANCE_FULL";
 
+#[cfg(robit_mutants)]
 fn full_run() -> bool {
     std::env::var(FULL).is_ok_and(|value| value == "1")
 }
@@ -108,7 +112,12 @@ fn robit_s_local_driver_passes_the_simulation() {
 async fn the_correct_control_driver_passes_the_contract() {
     let clock = Arc::new(TokioClock);
     let report = check_contract(
-        || PlantedDriver::new(Bug::None, Arc::clone(&clock) as Arc<dyn robit::Clock>),
+        || {
+            PlantedDriver::new(
+                Bug::None,
+                Arc::clone(&clock) as Arc<dyn robit::sources::Clock>,
+            )
+        },
         &ContractOptions::default(),
     )
     .await;
@@ -124,6 +133,7 @@ fn the_correct_control_driver_passes_the_simulation() {
 
 /// The first seed (up to `max`) at which some scenario rejects the driver, or (with a
 /// mutant) robit's local driver under a mutated mutex.
+#[cfg(robit_mutants)]
 fn first_failing_seed(
     driver: &DriverFactory,
     mutant: Option<Mutant>,
@@ -151,6 +161,7 @@ fn first_failing_seed(
 }
 
 /// Prints what the scenarios and the model check made of a planted bug.
+#[cfg(robit_mutants)]
 fn print_catches(scenario: &Option<(u64, String)>, model: &Result<(), ModelFailure>) {
     match scenario {
         Some((seed, name)) => println!("  scenarios: caught at seed {seed} by {name:?}"),
@@ -162,6 +173,7 @@ fn print_catches(scenario: &Option<(u64, String)>, model: &Result<(), ModelFailu
     }
 }
 
+#[cfg(robit_mutants)]
 #[test]
 fn every_planted_driver_bug_is_caught() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -173,7 +185,7 @@ fn every_planted_driver_bug_is_caught() {
     for bug in DRIVER_BUGS {
         let clock = Arc::new(TokioClock);
         let contract = runtime.block_on(check_contract(
-            || PlantedDriver::new(bug, Arc::clone(&clock) as Arc<dyn robit::Clock>),
+            || PlantedDriver::new(bug, Arc::clone(&clock) as Arc<dyn robit::sources::Clock>),
             &ContractOptions::default(),
         ));
         let broken: Vec<&str> = contract
@@ -208,6 +220,7 @@ fn every_planted_driver_bug_is_caught() {
     assert!(survivors.is_empty(), "planted bugs survived: {survivors:?}");
 }
 
+#[cfg(robit_mutants)]
 #[test]
 fn every_planted_library_bug_is_caught() {
     let mut survivors = Vec::new();
@@ -225,6 +238,7 @@ fn every_planted_library_bug_is_caught() {
 
 /// The first seed (up to `max`) and Redis scenario that fails with `find` replaced by
 /// `replace` in every script the simulated Redis runs.
+#[cfg(robit_mutants)]
 fn first_failing_with_script_change(find: &str, replace: &str, max: u64) -> Option<(u64, String)> {
     let scenarios: Vec<Scenario> = load_scenarios(&[scenarios()])
         .expect("the scenarios load")
@@ -240,6 +254,7 @@ fn first_failing_with_script_change(find: &str, replace: &str, max: u64) -> Opti
     })
 }
 
+#[cfg(robit_mutants)]
 #[test]
 fn every_planted_change_to_robit_s_scripts_is_caught_by_the_scenarios() {
     let sources = robit_sim::redis::RobitScript::ALL.map(|script| script.source());

@@ -3,13 +3,15 @@
 //! actually take it: the driver's direct wakes are counted (from its trace events), and
 //! consecutive holders are often two mutexes of one host.
 
+use std::cell::RefCell;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use robit_sim::{EventKind, History, Run, Scenario, Timeline, run};
 use tracing::field::{Field, Visit};
+use tracing::subscriber::Interest;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 /// Counts the Redis driver's direct wakes of its own waiters.
@@ -35,12 +37,74 @@ impl<S: tracing::Subscriber> Layer<S> for DirectWakes {
     }
 }
 
+thread_local! {
+    /// Where the direct wakes seen on this thread go, while a counted run is on it.
+    static COUNTING: RefCell<Option<DirectWakes>> = const { RefCell::new(None) };
+}
+
+/// The process's one subscriber: it hands robit's events to the counter of the thread
+/// they happen on, if that thread is in a counted run (a simulated run happens on the
+/// thread that called it), and ignores everything else.
+///
+/// A subscriber per run (`tracing::subscriber::with_default`) would not do in a test
+/// binary shared with other tests: tracing caches, per callsite, whether any subscriber
+/// wants it, and a callsite first reached by another test, on a thread without one, at
+/// the moment a run's subscriber was being set up, could be cached as wanted by none,
+/// and its events missed. With one global subscriber that answers "sometimes", every
+/// callsite asks [`Layer::enabled`] every time.
+struct ThreadCounters;
+
+impl<S: tracing::Subscriber> Layer<S> for ThreadCounters {
+    fn register_callsite(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
+        if metadata.is_event() && metadata.target() == "robit" {
+            Interest::sometimes()
+        } else {
+            Interest::never()
+        }
+    }
+
+    fn enabled(&self, _: &tracing::Metadata<'_>, _: Context<'_, S>) -> bool {
+        COUNTING.with(|counting| counting.borrow().is_some())
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, context: Context<'_, S>) {
+        COUNTING.with(|counting| {
+            if let Some(wakes) = &*counting.borrow() {
+                wakes.on_event(event, context);
+            }
+        });
+    }
+}
+
+/// Counts on this thread until dropped.
+struct Counting;
+
+impl Counting {
+    fn start(wakes: &DirectWakes) -> Self {
+        static INSTALL: Once = Once::new();
+        INSTALL.call_once(|| {
+            tracing::subscriber::set_global_default(
+                tracing_subscriber::registry().with(ThreadCounters),
+            )
+            .expect("nothing else in this test binary sets a global subscriber");
+        });
+        COUNTING.with(|counting| *counting.borrow_mut() = Some(wakes.clone()));
+        Self
+    }
+}
+
+impl Drop for Counting {
+    fn drop(&mut self) {
+        COUNTING.with(|counting| *counting.borrow_mut() = None);
+    }
+}
+
 /// Runs `scenario` with `seed`, counting the driver's direct wakes.
 fn counted_run(scenario: &Scenario, seed: u64) -> (Run, usize) {
     let wakes = DirectWakes::default();
-    let subscriber = tracing_subscriber::registry().with(wakes.clone());
-    let run = tracing::subscriber::with_default(subscriber, || run(scenario, seed))
-        .expect("the run completes");
+    let counting = Counting::start(&wakes);
+    let run = run(scenario, seed).expect("the run completes");
+    drop(counting);
     (run, wakes.0.load(Ordering::Relaxed))
 }
 

@@ -15,7 +15,7 @@ use robit_sim::{ModelConfig, check_model};
 fn random_operation_sequences_keep_the_promises_over_the_local_driver() {
     let config = ModelConfig::local()
         .regressions("proptest-regressions/model-local.txt")
-        .replay_command("cargo test -p robit-sim --test model -- local");
+        .replay_command("cargo test -p robit-sim --test sim -- model::random_operation_sequences_keep_the_promises_over_the_local_driver");
     if let Err(failure) = check_model(&config) {
         panic!("{failure}");
     }
@@ -25,7 +25,7 @@ fn random_operation_sequences_keep_the_promises_over_the_local_driver() {
 fn random_operation_sequences_keep_the_promises_over_the_redis_driver() {
     let config = ModelConfig::redis()
         .regressions("proptest-regressions/model-redis.txt")
-        .replay_command("cargo test -p robit-sim --test model -- redis");
+        .replay_command("cargo test -p robit-sim --test sim -- model::random_operation_sequences_keep_the_promises_over_the_redis_driver");
     if let Err(failure) = check_model(&config) {
         panic!("{failure}");
     }
@@ -35,7 +35,7 @@ fn random_operation_sequences_keep_the_promises_over_the_redis_driver() {
 fn random_operation_sequences_keep_the_promises_over_a_quorum_of_three_redis_servers() {
     let config = ModelConfig::redlock(3)
         .regressions("proptest-regressions/model-redlock.txt")
-        .replay_command("cargo test -p robit-sim --test model -- quorum");
+        .replay_command("cargo test -p robit-sim --test sim -- model::random_operation_sequences_keep_the_promises_over_a_quorum");
     if let Err(failure) = check_model(&config) {
         panic!("{failure}");
     }

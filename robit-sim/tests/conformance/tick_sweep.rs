@@ -3,7 +3,7 @@
 //! job (it runs every scenario many times over); run it with
 //!
 //! ```sh
-//! cargo test -p robit-sim --release --test tick_sweep -- --ignored --nocapture
+//! ROBIT_MUTANTS=1 cargo test -p robit-sim --release --test conformance -- tick_sweep --ignored --nocapture
 //! ```
 //!
 //! `ROBIT_SWEEP_TICKS` (milliseconds, comma-separated; default `1,5,10,20,25,30`) and
@@ -22,13 +22,11 @@
 
 #![allow(clippy::print_stdout)]
 
-mod planted;
-
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use planted::{DRIVER_BUGS, LIBRARY_BUGS, PlantedDriver, SCRIPT_CHANGES};
+use crate::planted::{DRIVER_BUGS, LIBRARY_BUGS, PlantedDriver, SCRIPT_CHANGES};
 use robit_sim::{Backend, DriverFactory, Scenario, load_scenarios, run, run_batch, run_driver};
 
 fn env_list(name: &str, default: &str) -> Vec<u64> {

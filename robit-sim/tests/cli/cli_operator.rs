@@ -4,7 +4,8 @@
 use std::process::Command;
 use std::time::Duration;
 
-use robit::{Driver, LockName, Mutex};
+use robit::driver::LockName;
+use robit::{Driver, Mutex};
 use robit_test_support::redis::{RedisServer, driver};
 
 struct Run {
@@ -93,7 +94,7 @@ async fn an_operator_sees_who_holds_a_lock_and_frees_it_from_that_holder_only() 
         .inspect(&LockName::from("job:42"))
         .await
         .unwrap();
-    assert_eq!(after, robit::Inspection::free());
+    assert_eq!(after, robit::driver::Inspection::free());
 }
 
 #[test]

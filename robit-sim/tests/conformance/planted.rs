@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use robit::{
-    Acquire, AcquireRequest, Clock, Driver, DriverError, FenceToken, Lease, OwnerToken, Renewal,
-};
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, OwnerToken, Renewal};
+use robit::sources::Clock;
+use robit::{Driver, FenceToken};
 use tokio::time::Instant;
 
 /// Every planted driver bug (the control, [`Bug::None`], aside).
@@ -23,7 +23,8 @@ pub const DRIVER_BUGS: [Bug; 7] = [
     Bug::RenewSucceedsAfterExpiry,
 ];
 
-/// Every bug planted in the mutex itself (robit's `mutants` feature).
+/// Every bug planted in the mutex itself (`cfg(robit_mutants)`).
+#[cfg(robit_mutants)]
 pub const LIBRARY_BUGS: [robit::Mutant; 4] = [
     robit::Mutant::ValidityFromReceive,
     robit::Mutant::DriftIgnored,
@@ -126,7 +127,7 @@ impl PlantedDriver {
     }
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Driver for PlantedDriver {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         let name = request.name.as_bytes().to_vec();
@@ -150,13 +151,13 @@ impl Driver for PlantedDriver {
             .table
             .lock()
             .map_err(|_| DriverError::rejected("poisoned"))?;
-        if self.bug != Bug::NonAtomicAcquire {
-            if let Some(grant) = self.live(&mut table, &name) {
-                let left = grant.expires.saturating_duration_since(self.clock.now());
-                return Ok(Acquire::Held {
-                    expires_in: Some(left),
-                });
-            }
+        if self.bug != Bug::NonAtomicAcquire
+            && let Some(grant) = self.live(&mut table, &name)
+        {
+            let left = grant.expires.saturating_duration_since(self.clock.now());
+            return Ok(Acquire::Held {
+                expires_in: Some(left),
+            });
         }
         let token = if self.bug == Bug::TokenResetsAfterExpiry {
             // The counter is kept with the name's grant, and the grant is gone.
@@ -193,7 +194,7 @@ impl PlantedLease {
     }
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Lease for PlantedLease {
     fn fence(&self) -> FenceToken {
         FenceToken::new(self.token)

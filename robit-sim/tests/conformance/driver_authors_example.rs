@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use robit::{
-    Acquire, AcquireRequest, Clock, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken,
-    Renewal, TokioClock, async_trait,
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, Lease, LockName, OwnerToken, Renewal, async_trait,
 };
+use robit::sources::{Clock, TokioClock};
+use robit::{Driver, FenceToken};
 use robit_sim::DriverFactory;
 use robit_sim::conformance::{
     ContractOptions, SimulationOptions, check_contract, check_in_simulation,
@@ -66,11 +67,11 @@ impl Driver for TableDriver {
         let mut db = self.begin();
         let now = self.clock.now();
         // INSERT … ON CONFLICT (name) DO UPDATE … WHERE locks.expires_at <= now
-        if let Some(row) = db.locks.get(&request.name) {
-            if row.expires_at > now {
-                let expires_in = Some(row.expires_at - now);
-                return Ok(Acquire::Held { expires_in });
-            }
+        if let Some(row) = db.locks.get(&request.name)
+            && row.expires_at > now
+        {
+            let expires_in = Some(row.expires_at - now);
+            return Ok(Acquire::Held { expires_in });
         }
         let expires_at = self.expiry(now, request.ttl)?;
         db.fence_seq += 1;

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use robit::redis::{FirstUse, RedisDriver};
-use robit::{Backoff, FenceToken, Mutex, SeededEntropy};
+use robit::sources::SeededEntropy;
+use robit::{Backoff, FenceToken, Mutex};
 use robit_sim::redis::resp::{Frame, decode};
 use robit_sim::redis::{
     DEFAULT_PORT, LockEvent, LockEventKind, RedisState, SimConnector, SimRedis,

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use robit::Clock;
+use robit::sources::Clock;
 use robit_sim::{SimClock, true_now};
 
 fn ms(n: u64) -> Duration {
