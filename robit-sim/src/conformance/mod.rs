@@ -1,12 +1,13 @@
 //! The conformance suite for driver authors.
 //!
 //! A driver for a new backend (etcd, Postgres advisory locks, DynamoDB, …) implements
-//! robit's [`Driver`](robit::Driver) and [`Lease`](robit::Lease) traits. This suite
+//! robit's [`Driver`](robit::Driver) and [`Lease`](robit::driver::Lease) traits. This suite
 //! tells its author whether the driver keeps the contract the mutex relies on:
 //!
 //! - **(a) the contract, in real time** — [`check_contract`]: ten rules (grants, expiry,
 //!   renewals, releases, fencing order, atomicity) checked against the live driver and
-//!   its real backend;
+//!   its real backend. It lives in the published `robit-conformance` crate, which a
+//!   driver's own tests depend on by version, and is re-exported here;
 //! - **(b) the simulation** — [`check_in_simulation`]: the driver, running in memory on
 //!   a simulated backend host, served to simulated clients over a faulty network, put
 //!   through every scenario and through model checking, with the promises P1–P6
@@ -14,15 +15,13 @@
 //!
 //! docs/driver-authors.md walks through both with a complete example.
 
-mod contract;
-
 use std::path::PathBuf;
 
-pub use self::contract::{CheckOutcome, ContractOptions, ContractReport, check_contract};
 use crate::{
     DriverFactory, ModelConfig, ModelFailure, Run, RunError, Scenario, ScenarioError, check_model,
     load_scenarios, run_driver,
 };
+pub use robit_conformance::{CheckOutcome, ContractOptions, ContractReport, check_contract};
 
 /// What [`check_in_simulation`] runs.
 ///

@@ -5,14 +5,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use robit::{Acquire, AcquireRequest, Driver, Lease, LockName, OwnerToken, Renewal};
+use robit::Driver;
+use robit::driver::{Acquire, AcquireRequest, Lease, LockName, OwnerToken, Renewal};
 
 /// How the contract checks are timed.
 ///
 /// # Example
 ///
 /// ```
-/// use robit_sim::conformance::ContractOptions;
+/// use robit_conformance::ContractOptions;
 /// use std::time::Duration;
 ///
 /// let options = ContractOptions::new(Duration::from_millis(500))
@@ -64,7 +65,7 @@ impl Default for ContractOptions {
 ///
 /// ```no_run
 /// # async fn demo() {
-/// use robit_sim::conformance::{ContractOptions, check_contract};
+/// use robit_conformance::{ContractOptions, check_contract};
 ///
 /// let report = check_contract(robit::LocalDriver::new, &ContractOptions::default()).await;
 /// for outcome in report.failures() {
@@ -87,7 +88,7 @@ pub struct CheckOutcome {
 ///
 /// ```no_run
 /// # async fn demo() {
-/// use robit_sim::conformance::{ContractOptions, check_contract};
+/// use robit_conformance::{ContractOptions, check_contract};
 ///
 /// let report = check_contract(robit::LocalDriver::new, &ContractOptions::default()).await;
 /// assert!(report.passed(), "{report}");
@@ -200,7 +201,8 @@ impl<D: Driver> Ctx<D> {
 /// factory is called once per check; the drivers it returns must share one backend.
 ///
 /// This is part (a) of the conformance suite, for drivers that talk to a real backend;
-/// [`check_in_simulation`](super::check_in_simulation) is part (b).
+/// part (b), the simulation under faults, is `robit_sim::conformance::check_in_simulation`
+/// in robit's repository.
 pub async fn check_contract<D, F>(factory: F, options: &ContractOptions) -> ContractReport
 where
     D: Driver,
