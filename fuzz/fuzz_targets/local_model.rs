@@ -11,10 +11,8 @@ use std::time::Duration;
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use robit::{
-    Acquire, AcquireRequest, Driver, Lease, LocalDriver, LockName, OwnerToken, ReleaseWatch,
-    Renewal,
-};
+use robit::{Driver, LocalDriver};
+use robit::driver::{Acquire, AcquireRequest, Lease, LockName, OwnerToken, ReleaseWatch, Renewal};
 use tokio::time::Instant;
 
 const NAMES: usize = 4;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use robit::Clock;
+use robit::sources::Clock;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 

@@ -12,10 +12,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal,
-    SeededEntropy,
-};
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, LockName, OwnerToken, Renewal};
+use robit::sources::SeededEntropy;
+use robit::{Driver, FenceToken};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use turmoil::net::{TcpListener, TcpStream};
 
@@ -327,7 +326,7 @@ fn millis(duration: Duration) -> u128 {
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())

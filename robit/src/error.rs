@@ -30,7 +30,7 @@ pub enum ConfigError {
     /// The TTL is zero.
     #[error("the TTL is zero; a lease must last long enough to be renewed (seconds, typically)")]
     ZeroTtl,
-    /// The TTL is longer than [`MAX_TTL`](crate::MAX_TTL).
+    /// The TTL is longer than [`MAX_TTL`](crate::defaults::MAX_TTL).
     #[error("a TTL of {} is longer than a year; a lease that long is no lease at all", Millis(*.ttl))]
     TtlTooLong {
         /// The rejected TTL.
@@ -45,7 +45,7 @@ pub enum ConfigError {
         /// The rejected value.
         drift_factor: f64,
     },
-    /// The safety margin is below [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN).
+    /// The safety margin is below [`MIN_SAFETY_MARGIN`](crate::defaults::MIN_SAFETY_MARGIN).
     #[error(
         "a safety margin of {} is below 1 ms, the granularity of timers; \
          the loss signal could come after the backend frees the grant",
@@ -116,7 +116,7 @@ pub enum ConfigError {
          Redis drivers) or leave lock_delay unset"
     )]
     LockDelayUnsupported,
-    /// The lock-delay is longer than [`MAX_TTL`](crate::MAX_TTL).
+    /// The lock-delay is longer than [`MAX_TTL`](crate::defaults::MAX_TTL).
     #[error("a lock-delay of {} is longer than a year", Millis(*.lock_delay))]
     LockDelayTooLong {
         /// The rejected lock-delay.
@@ -285,7 +285,7 @@ pub enum RefreshError {
          refresh them yourself"
     )]
     WatchdogRenews,
-    /// The TTL is zero, longer than [`MAX_TTL`](crate::MAX_TTL), or too short to leave
+    /// The TTL is zero, longer than [`MAX_TTL`](crate::defaults::MAX_TTL), or too short to leave
     /// any validity after drift and the safety margin.
     #[error(
         "a TTL of {} leaves no validity (or is longer than a year); refresh for \

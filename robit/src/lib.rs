@@ -41,12 +41,20 @@
 //!   by hand: [`MutexBuilder::watchdog`] and [`Guard::refresh`]; a cap on a hold
 //!   ([`MutexBuilder::max_hold`]) and a lock-delay after an expiry
 //!   ([`MutexBuilder::lock_delay`]).
-//! - For operators: [`Driver::inspect`] ([`Inspection`]) and [`Driver::force_release`].
-//! - [`Driver`] and [`Lease`]: the contract a backend implements. [`LocalDriver`] is the
-//!   in-process backend.
+//! - For operators: [`Driver::inspect`] ([`Inspection`](driver::Inspection)) and
+//!   [`Driver::force_release`].
 //! - [`FenceToken`] and [`FenceGate`]: fencing, on both sides.
-//! - [`Clock`] and [`Entropy`]: the injected sources of time and randomness, so that a
-//!   simulation controls every timing decision and every random draw.
+//! - [`LocalDriver`], the in-process backend; the modules `redis` (feature `redis`, on by
+//!   default) and `etcd` (feature `etcd`) for the shared ones.
+//!
+//! Three modules serve other readers than the application author:
+//!
+//! - [`driver`]: the contract a backend implements ([`Driver`], [`Lease`](driver::Lease))
+//!   and the types that cross it; what a driver author reads.
+//! - [`sources`]: the injected sources of time and randomness
+//!   ([`Clock`](sources::Clock), [`Entropy`](sources::Entropy)), so that a simulation
+//!   controls every timing decision and every random draw.
+//! - [`defaults`]: the defaults the builders start from and the bounds they check.
 //!
 //! # Promises
 //!
@@ -75,10 +83,9 @@
     warn(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
 
-mod clock;
-mod driver;
+pub mod defaults;
+pub mod driver;
 mod engine;
-mod entropy;
 mod error;
 #[cfg(feature = "etcd")]
 pub mod etcd;
@@ -90,25 +97,13 @@ mod millis;
 mod mutex;
 #[cfg(feature = "redis")]
 pub mod redis;
+pub mod sources;
 
-pub use async_trait::async_trait;
-/// The lost signal's type ([`Guard::lost_token`], [`Mutex::lost_token`]), re-exported so
-/// that using it needs no dependency of its own.
-pub use tokio_util::sync::CancellationToken;
-
-pub use crate::clock::{Clock, TokioClock};
-pub use crate::driver::{
-    Acquire, AcquireRequest, BoxError, Driver, DriverError, FenceGate, FenceToken, Inspection,
-    Lease, LockName, LockState, OwnerToken, ReleaseWatch, Renewal, StaleFence, Waiter,
-};
+pub use crate::driver::{BoxError, Driver, FenceGate, FenceToken, StaleFence};
 #[cfg(robit_mutants)]
 #[doc(hidden)]
 pub use crate::engine::Mutant;
-pub use crate::engine::{
-    Backoff, DEFAULT_BACKOFF_BASE, DEFAULT_BACKOFF_MAX, DEFAULT_DRIFT_FACTOR,
-    DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN, Stats, Wait,
-};
-pub use crate::entropy::{Entropy, OsEntropy, SeededEntropy};
+pub use crate::engine::{Backoff, Stats, Wait};
 pub use crate::error::{ConfigError, LockError, RefreshError, UnlockError};
 pub use crate::jeopardy::{Jeopardy, JeopardyEvent};
 pub use crate::local::LocalDriver;

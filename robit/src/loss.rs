@@ -23,7 +23,7 @@ pub enum LossReason {
     /// A renew answered that the grant is no longer this owner's: it is gone from the
     /// backend (expired, evicted, deleted) or someone else holds it now.
     NotOwner,
-    /// The driver reported the loss by itself, through [`Lease::lost`](crate::Lease::lost).
+    /// The driver reported the loss by itself, through [`Lease::lost`](crate::driver::Lease::lost).
     DriverSignalled,
     /// The hold lasted as long as
     /// [`MutexBuilder::max_hold`](crate::MutexBuilder::max_hold) allows: renewal stopped

@@ -2,8 +2,9 @@
 
 use std::io::Write;
 
+use robit::Driver;
+use robit::driver::{LockName, OwnerToken};
 use robit::redis::RedisDriver;
-use robit::{Driver, LockName, OwnerToken};
 
 use super::{CliError, ForceReleaseArgs, LockArgs, Status, emit};
 
@@ -24,7 +25,7 @@ fn connect(lock: &LockArgs) -> Result<(tokio::runtime::Runtime, RedisDriver), Cl
 }
 
 /// The driver's own message: it names the server without its credentials.
-fn redis_error(error: robit::DriverError) -> CliError {
+fn redis_error(error: robit::driver::DriverError) -> CliError {
     CliError::Redis(error.to_string())
 }
 

@@ -221,7 +221,9 @@ fn lock_settings(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<LockSettings, Scena
         ttl: lock.ttl.get_ref().0,
         renew_period: lock.renew_period.map(|d| d.0),
         renew_timeout: lock.renew_timeout.map(|d| d.0),
-        drift_factor: lock.drift_factor.unwrap_or(robit::DEFAULT_DRIFT_FACTOR),
+        drift_factor: lock
+            .drift_factor
+            .unwrap_or(robit::defaults::DEFAULT_DRIFT_FACTOR),
         safety_margin: lock.safety_margin.map(|d| d.0),
         wait,
         backoff: lock.backoff.map(|[base, max]| (base.0, max.0)),

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use robit::{Clock, Driver, Guard, Mutex, SeededEntropy};
+use robit::sources::{Clock, SeededEntropy};
+use robit::{Driver, Guard, Mutex};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 use super::storage;

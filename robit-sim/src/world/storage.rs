@@ -8,7 +8,7 @@ use robit::{FenceGate, FenceToken};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use turmoil::net::{TcpListener, TcpStream};
 
-use robit::Clock;
+use robit::sources::Clock;
 
 use crate::{EventKind, History, SimClock};
 

@@ -9,7 +9,8 @@ use crate::millis::Millis;
 /// # Example
 ///
 /// ```
-/// use robit::{BoxError, DriverError};
+/// use robit::BoxError;
+/// use robit::driver::DriverError;
 ///
 /// let source: BoxError = "connection reset by peer".into();
 /// let err = DriverError::unavailable(source);
@@ -18,7 +19,7 @@ use crate::millis::Millis;
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// A backend operation failed. Returned by [`Driver`](crate::Driver) and
-/// [`Lease`](crate::Lease) implementations.
+/// [`Lease`](crate::driver::Lease) implementations.
 ///
 /// The distinction that matters to the [`Mutex`](crate::Mutex) is whether retrying can
 /// help ([`DriverError::is_transient`]): a waiting `lock()` retries transient errors until
@@ -29,7 +30,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// # Example
 ///
 /// ```
-/// use robit::DriverError;
+/// use robit::driver::DriverError;
 ///
 /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
 /// let err = DriverError::unavailable(refused);

@@ -11,7 +11,7 @@ use crate::millis::Millis;
 /// # Example
 ///
 /// ```
-/// use robit::LockState;
+/// use robit::driver::LockState;
 ///
 /// assert_ne!(LockState::Held, LockState::LockDelay);
 /// ```
@@ -39,7 +39,8 @@ pub enum LockState {
 /// # Example
 ///
 /// ```
-/// use robit::{Driver, LocalDriver, LockName, LockState, Mutex};
+/// use robit::{Driver, LocalDriver, Mutex};
+/// use robit::driver::{LockName, LockState};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), robit::BoxError> {
 /// let driver = LocalDriver::new();

@@ -11,7 +11,7 @@ use super::{DriverError, FenceToken};
 /// # Example
 ///
 /// ```
-/// use robit::Renewal;
+/// use robit::driver::Renewal;
 ///
 /// assert_ne!(Renewal::Renewed, Renewal::Lost);
 /// ```
@@ -34,10 +34,11 @@ pub enum Renewal {
 /// Driving a lease by hand, as the Mutex's watchdog does:
 ///
 /// ```
-/// use robit::{Acquire, AcquireRequest, Driver, LocalDriver, LockName, OwnerToken, Renewal};
+/// use robit::{Driver, LocalDriver};
+/// use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Renewal};
 /// use std::time::Duration;
 ///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), robit::DriverError> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), robit::driver::DriverError> {
 /// let driver = LocalDriver::new();
 /// let request = AcquireRequest::new(LockName::from("jobs"), OwnerToken::from_u128(1), Duration::from_secs(5));
 /// let Acquire::Granted(lease) = driver.acquire(&request).await? else { unreachable!() };

@@ -2,7 +2,26 @@
 //! types that cross the boundary between the mutex and a driver — the request, the
 //! owner token, the lock name, the fencing token, the release watch, the driver's error.
 //!
-//! Nothing here depends on the mutex's engine: a driver author reads this folder alone.
+//! An application needs none of this beyond passing a driver to a builder (and, for
+//! operators, [`Driver::inspect`] and [`Driver::force_release`]). A driver author starts
+//! here: [`Driver`] states the contract rule by rule with a complete example driver, the
+//! `robit-conformance` crate checks a driver against it in real time, and
+//! `docs/driver-authors.md` in robit's repository gives the reasons and the pitfalls.
+//!
+//! ```
+//! use robit::driver::{Acquire, AcquireRequest, Driver, LockName, OwnerToken};
+//! use std::time::Duration;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), robit::BoxError> {
+//! // What the mutex does with any driver, by hand: one acquire, then a release.
+//! let driver = robit::LocalDriver::new();
+//! let request = AcquireRequest::new(LockName::from("job"), OwnerToken::from_u128(1), Duration::from_secs(5));
+//! if let Acquire::Granted(lease) = driver.acquire(&request).await? {
+//!     println!("granted with fencing token {}", lease.fence());
+//!     lease.release().await?;
+//! }
+//! # Ok(()) }
+//! ```
 
 mod error;
 mod fence;
@@ -17,7 +36,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+/// The attribute both traits are declared with, re-exported so that a driver needs no
+/// dependency of its own to implement them.
+pub use async_trait::async_trait;
 
 pub use self::error::{BoxError, DriverError};
 pub use self::fence::{FenceGate, FenceToken, StaleFence};
@@ -70,7 +91,12 @@ pub(crate) use self::watch::WatchRegistry;
 /// should be cancel-safe in the ordinary sense — a dropped call may or may not have taken
 /// effect, and the contract above still holds either way.
 ///
-/// The simulator's conformance suite checks all of this against a driver.
+/// The `robit-conformance` crate checks all of this against a driver and its real
+/// backend (`check_contract`); robit's simulation harness, robit-sim, also puts it
+/// through fault scenarios and model checking. A driver that keeps TTLs itself must read
+/// time from an injected [`Clock`](crate::sources::Clock), never from the wall clock, or
+/// neither can control its time (the driver authors' guide, `docs/driver-authors.md`,
+/// explains why and walks through a complete driver).
 ///
 /// # Example
 ///
@@ -81,7 +107,8 @@ pub(crate) use self::watch::WatchRegistry;
 /// use std::collections::BTreeMap;
 /// use std::sync::{Arc, Mutex as StdMutex};
 /// use std::time::Duration;
-/// use robit::{async_trait, Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
+/// use robit::{Driver, FenceToken};
+/// use robit::driver::{async_trait, Acquire, AcquireRequest, DriverError, Lease, LockName, OwnerToken, Renewal};
 /// use tokio::time::Instant;
 ///
 /// #[derive(Default)]
@@ -275,7 +302,7 @@ pub trait Driver: Send + Sync + 'static {
 /// # Example
 ///
 /// ```
-/// use robit::Acquire;
+/// use robit::driver::Acquire;
 /// use std::time::Duration;
 ///
 /// let held = Acquire::Held { expires_in: Some(Duration::from_secs(3)) };

@@ -15,7 +15,7 @@ use std::sync::Arc;
 /// # Example
 ///
 /// ```
-/// use robit::LockName;
+/// use robit::driver::LockName;
 ///
 /// let by_text = LockName::from("orders/42");
 /// let by_bytes = LockName::from(&b"orders/42"[..]);

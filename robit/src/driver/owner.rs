@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::entropy::Entropy;
+use crate::sources::Entropy;
 
 /// A random 128-bit token naming the owner of one grant.
 ///
@@ -15,7 +15,8 @@ use crate::entropy::Entropy;
 /// # Example
 ///
 /// ```
-/// use robit::{OwnerToken, SeededEntropy};
+/// use robit::driver::OwnerToken;
+/// use robit::sources::SeededEntropy;
 ///
 /// let entropy = SeededEntropy::new(7);
 /// let a = OwnerToken::generate(&entropy);

@@ -14,7 +14,7 @@ use super::{LockName, OwnerToken};
 /// # Example
 ///
 /// ```
-/// use robit::{AcquireRequest, LockName, OwnerToken, Waiter};
+/// use robit::driver::{AcquireRequest, LockName, OwnerToken, Waiter};
 /// use std::time::Duration;
 ///
 /// let request = AcquireRequest::new(LockName::from("jobs"), OwnerToken::from_u128(7), Duration::from_secs(10))
@@ -69,7 +69,7 @@ impl AcquireRequest {
 /// # Example
 ///
 /// ```
-/// use robit::Waiter;
+/// use robit::driver::Waiter;
 /// use std::time::Duration;
 ///
 /// let waiter = Waiter::new(0xfeed, Duration::from_millis(250));

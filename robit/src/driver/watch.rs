@@ -10,7 +10,7 @@ use std::task::{Context, Poll};
 /// # Example
 ///
 /// ```
-/// use robit::ReleaseWatch;
+/// use robit::driver::ReleaseWatch;
 /// use std::sync::Arc;
 /// use tokio::sync::Notify;
 ///

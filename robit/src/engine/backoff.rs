@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::entropy::Entropy;
+use crate::sources::Entropy;
 
 /// Default first retry delay of a waiting `lock()`; it doubles per attempt, with full
 /// jitter, up to [`DEFAULT_BACKOFF_MAX`].

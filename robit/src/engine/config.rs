@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::backoff::{Backoff, Wait};
-use crate::clock::{Clock, TokioClock};
 use crate::driver::{Driver, LockName};
-use crate::entropy::{Entropy, OsEntropy};
 use crate::error::ConfigError;
 use crate::jeopardy::JeopardyEvent;
 use crate::loss::LossEvent;
+use crate::sources::{Clock, TokioClock};
+use crate::sources::{Entropy, OsEntropy};
 
 /// Default lease TTL.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(30);

@@ -24,7 +24,7 @@ pub(super) fn prefix(namespace: &str, name: &LockName) -> Vec<u8> {
 
 /// The key of `request`'s entry: its waiter's if it has one, else its owner's.
 ///
-/// [`Waiter::id`]: crate::Waiter::id
+/// [`Waiter::id`]: crate::driver::Waiter::id
 pub(super) fn entry(prefix: &[u8], request: &AcquireRequest) -> Vec<u8> {
     let (kind, id) = match request.waiter {
         Some(waiter) => (b'w', waiter.id),
@@ -86,7 +86,7 @@ pub(super) fn range_end(prefix: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Waiter;
+    use crate::driver::Waiter;
     use std::time::Duration;
 
     fn request(name: &str, waiter: Option<u128>) -> AcquireRequest {

@@ -11,12 +11,12 @@ use async_trait::async_trait;
 
 use self::lease::LocalLease;
 use self::table::Table;
-use crate::clock::{Clock, TokioClock};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
     WatchRegistry,
 };
 use crate::millis::Millis;
+use crate::sources::{Clock, TokioClock};
 
 /// An in-process lock backend with the full driver contract: TTL expiry on an injected
 /// clock, fencing, owner-checked renew and release, release notifications, and a
@@ -101,7 +101,7 @@ impl LocalDriver {
     }
 
     /// Deletes the live grant of `name`, as a backend evicting a key would, and signals
-    /// the loss to its holder through [`Lease::lost`](crate::Lease::lost). Returns whether
+    /// the loss to its holder through [`Lease::lost`](crate::driver::Lease::lost). Returns whether
     /// there was a live grant. For tests of loss handling.
     pub fn evict(&self, name: &LockName) -> bool {
         let now = self.shared.clock.now();

@@ -69,7 +69,10 @@ async fn a_renew_moves_the_grant_in_the_expiry_order() {
     let name = LockName::from("renewed");
     let lease = grant(&driver, &name, 1).await;
     tokio::time::advance(TTL / 2).await;
-    assert_eq!(lease.renew(TTL).await.unwrap(), crate::Renewal::Renewed);
+    assert_eq!(
+        lease.renew(TTL).await.unwrap(),
+        crate::driver::Renewal::Renewed
+    );
     assert_eq!(footprint(&driver), (1, 1, 0));
     // Past the first expiry, inside the renewed one.
     tokio::time::advance(TTL * 3 / 4).await;

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::{CancellationToken, WaitForCancellationFuture};
+use tokio_util::sync::CancellationToken;
 
 use super::Handle;
 use crate::driver::FenceToken;
@@ -64,12 +64,18 @@ impl Guard {
     }
 
     /// Completes when the lease is lost. Never completes after an unlock.
-    pub fn lost(&self) -> WaitForCancellationFuture<'_> {
+    ///
+    /// The future borrows the guard, so it suits a `select!` beside the work; to hand the
+    /// signal to another task, take a [`lost_token`](Self::lost_token).
+    pub fn lost(&self) -> impl Future<Output = ()> + Send + '_ {
         self.signals.lost.cancelled()
     }
 
     /// A token cancelled when the lease is lost, to hand to work that must stop. It is
     /// a child token: cancelling it yourself does not affect the mutex.
+    ///
+    /// It is tokio-util's `CancellationToken`, so it composes with other cancellation
+    /// (`child_token`, `run_until_cancelled`) in code that already uses tokio-util.
     pub fn lost_token(&self) -> CancellationToken {
         self.signals.lost.child_token()
     }

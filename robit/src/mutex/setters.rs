@@ -7,7 +7,7 @@ macro_rules! settings_setters {
     () => {
         /// The lease TTL: how long the backend keeps a grant that is not renewed. A crashed
         /// holder blocks others for at most this long. Default
-        /// [`DEFAULT_TTL`](crate::DEFAULT_TTL).
+        /// [`DEFAULT_TTL`](crate::defaults::DEFAULT_TTL).
         pub fn ttl(mut self, ttl: std::time::Duration) -> Self {
             self.settings.ttl = ttl;
             self
@@ -32,7 +32,7 @@ macro_rules! settings_setters {
         /// The bound on how much any two clocks (this client's, the backend's) may disagree
         /// about an elapsed interval, as a fraction in `[0, 0.5)`. The validity deadline is
         /// shortened by `ttl × drift_factor`. Default
-        /// [`DEFAULT_DRIFT_FACTOR`](crate::DEFAULT_DRIFT_FACTOR).
+        /// [`DEFAULT_DRIFT_FACTOR`](crate::defaults::DEFAULT_DRIFT_FACTOR).
         pub fn drift_factor(mut self, drift_factor: f64) -> Self {
             self.settings.drift_factor = drift_factor;
             self
@@ -40,8 +40,8 @@ macro_rules! settings_setters {
 
         /// A fixed amount subtracted from every validity deadline, on top of drift, to absorb
         /// timer and backend-expiry granularity. At least
-        /// [`MIN_SAFETY_MARGIN`](crate::MIN_SAFETY_MARGIN); default
-        /// [`DEFAULT_SAFETY_MARGIN`](crate::DEFAULT_SAFETY_MARGIN).
+        /// [`MIN_SAFETY_MARGIN`](crate::defaults::MIN_SAFETY_MARGIN); default
+        /// [`DEFAULT_SAFETY_MARGIN`](crate::defaults::DEFAULT_SAFETY_MARGIN).
         pub fn safety_margin(mut self, margin: std::time::Duration) -> Self {
             self.settings.safety_margin = margin;
             self
@@ -54,8 +54,8 @@ macro_rules! settings_setters {
         }
 
         /// The retry backoff of a waiting `lock()`. Default
-        /// [`DEFAULT_BACKOFF_BASE`](crate::DEFAULT_BACKOFF_BASE) to
-        /// [`DEFAULT_BACKOFF_MAX`](crate::DEFAULT_BACKOFF_MAX).
+        /// [`DEFAULT_BACKOFF_BASE`](crate::defaults::DEFAULT_BACKOFF_BASE) to
+        /// [`DEFAULT_BACKOFF_MAX`](crate::defaults::DEFAULT_BACKOFF_MAX).
         pub fn backoff(mut self, backoff: $crate::Backoff) -> Self {
             self.settings.backoff = backoff;
             self
@@ -149,19 +149,19 @@ macro_rules! settings_setters {
             self
         }
 
-        /// The clock all timing goes through. Default [`TokioClock`](crate::TokioClock).
+        /// The clock all timing goes through. Default [`TokioClock`](crate::sources::TokioClock).
         ///
         /// With a clock of its own, the mutex times every backend call itself, even when
         /// the driver bounds its calls ([`Driver::call_limit`]($crate::Driver::call_limit)):
         /// the driver's timers run on tokio's time, which this clock need not follow.
-        pub fn clock(mut self, clock: std::sync::Arc<dyn $crate::Clock>) -> Self {
+        pub fn clock(mut self, clock: std::sync::Arc<dyn $crate::sources::Clock>) -> Self {
             self.settings.clock = clock;
             self.settings.injected_clock = true;
             self
         }
 
-        /// The randomness for owner tokens and jitter. Default [`OsEntropy`](crate::OsEntropy).
-        pub fn entropy(mut self, entropy: std::sync::Arc<dyn $crate::Entropy>) -> Self {
+        /// The randomness for owner tokens and jitter. Default [`OsEntropy`](crate::sources::OsEntropy).
+        pub fn entropy(mut self, entropy: std::sync::Arc<dyn $crate::sources::Entropy>) -> Self {
             self.settings.entropy = entropy;
             self
         }

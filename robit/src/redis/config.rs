@@ -52,7 +52,7 @@ pub enum RedisConfigError {
         /// The rejected namespace.
         namespace: String,
     },
-    /// The quarantine is longer than [`MAX_TTL`](crate::MAX_TTL).
+    /// The quarantine is longer than [`MAX_TTL`](crate::defaults::MAX_TTL).
     #[error(
         "a quarantine of {} is longer than a year; set it to the longest TTL in use",
         Millis(*.quarantine)

@@ -29,7 +29,7 @@ use super::RedisConfigError;
 /// /// Plain multiplexed connections to one server, rebuilt by the driver when broken.
 /// struct Direct(redis::Client);
 ///
-/// #[robit::async_trait]
+/// #[robit::driver::async_trait]
 /// impl Connector for Direct {
 ///     type Connection = MultiplexedConnection;
 ///

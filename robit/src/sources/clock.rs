@@ -32,7 +32,7 @@ use tokio::time::Instant;
 /// clocks are built the same way):
 ///
 /// ```
-/// use robit::Clock;
+/// use robit::sources::Clock;
 /// use tokio::time::Instant;
 ///
 /// #[derive(Debug)]
@@ -64,7 +64,7 @@ pub trait Clock: Send + Sync + Debug + 'static {
 /// # Example
 ///
 /// ```
-/// use robit::{Clock, TokioClock};
+/// use robit::sources::{Clock, TokioClock};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let clock = TokioClock;

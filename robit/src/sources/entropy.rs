@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng, TryRng};
 /// # Example
 ///
 /// ```
-/// use robit::Entropy;
+/// use robit::sources::Entropy;
 ///
 /// /// Counts up: fine for a unit test, useless for anything else.
 /// #[derive(Debug, Default)]
@@ -62,7 +62,7 @@ pub trait Entropy: Send + Sync + Debug + 'static {
 /// # Example
 ///
 /// ```
-/// use robit::{Entropy, OsEntropy};
+/// use robit::sources::{Entropy, OsEntropy};
 ///
 /// let entropy = OsEntropy::new();
 /// let (a, b) = (entropy.next_u64(), entropy.next_u64());
@@ -126,7 +126,7 @@ fn fallback_u64(salt: usize) -> u64 {
 /// # Example
 ///
 /// ```
-/// use robit::{Entropy, SeededEntropy};
+/// use robit::sources::{Entropy, SeededEntropy};
 ///
 /// let a = SeededEntropy::new(42);
 /// let b = SeededEntropy::new(42);

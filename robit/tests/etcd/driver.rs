@@ -7,11 +7,9 @@
 use std::time::Duration;
 
 use etcd_client::Permission;
+use robit::driver::{Acquire, AcquireRequest, LockName, LockState, OwnerToken, Renewal, Waiter};
 use robit::etcd::EtcdDriver;
-use robit::{
-    Acquire, AcquireRequest, Driver, LockName, LockState, LossReason, Mutex, OwnerToken,
-    RefreshError, Renewal, Wait, Waiter,
-};
+use robit::{Driver, LossReason, Mutex, RefreshError, Wait};
 use robit_test_support::etcd::EtcdCluster;
 use robit_test_support::redis::{FAULT_TTL, FaultClients, FreezingProxy, LONG};
 use tokio::time::Instant;

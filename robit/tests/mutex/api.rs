@@ -232,7 +232,7 @@ async fn a_waiter_wakes_on_the_release_notification_not_its_next_poll() {
 #[tokio::test(start_paused = true)]
 async fn without_notifications_a_waiter_still_acquires_within_the_backoff_cap() {
     let delay = hand_off_delay(FaultyDriver::polling()).await;
-    assert!(delay <= robit::DEFAULT_BACKOFF_MAX, "{delay:?}");
+    assert!(delay <= robit::defaults::DEFAULT_BACKOFF_MAX, "{delay:?}");
 }
 
 /// How many attempts a waiter drawing the longest waits makes on a lock that stays held
@@ -512,7 +512,8 @@ async fn a_cancelled_unlock_still_releases_the_grant() {
 
 #[tokio::test(start_paused = true)]
 async fn the_local_driver_refuses_a_ttl_it_cannot_represent_with_an_error() {
-    use robit::{Acquire, AcquireRequest, Driver, LockName, OwnerToken};
+    use robit::Driver;
+    use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken};
     let driver = LocalDriver::new();
     let name = LockName::from("huge");
     let huge = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), Duration::MAX);
@@ -570,7 +571,7 @@ async fn an_attempt_that_times_out_in_full_is_reported_even_after_the_lock_was_s
         matches!(
             err,
             LockError::Timeout {
-                last_error: Some(robit::DriverError::Timeout(waited)),
+                last_error: Some(robit::driver::DriverError::Timeout(waited)),
                 ..
             } if waited == TTL / 3
         ),

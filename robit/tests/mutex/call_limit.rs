@@ -8,10 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::within;
-use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, LockError, Mutex,
-    MutexBuilder, Renewal, TokioClock, UnlockError, Wait, async_trait,
-};
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, Renewal, async_trait};
+use robit::sources::TokioClock;
+use robit::{Driver, FenceToken, LocalDriver, LockError, Mutex, MutexBuilder, UnlockError, Wait};
 use tokio::time::Instant;
 
 /// The mutexes' TTL, and their renew timeout, which bounds unlock.
@@ -201,8 +200,9 @@ mod redis_driver {
 
     use redis::RedisResult;
     use redis::aio::PubSub;
+    use robit::Driver;
+    use robit::driver::{AcquireRequest, DriverError, LockName, OwnerToken};
     use robit::redis::{Connector, RedisDriver, UrlConnector};
-    use robit::{AcquireRequest, Driver, DriverError, LockName, OwnerToken};
     use tokio::time::Instant;
 
     use super::{LONG, within};
@@ -210,7 +210,7 @@ mod redis_driver {
     /// A server that never accepts a connection.
     struct Unreachable;
 
-    #[robit::async_trait]
+    #[robit::driver::async_trait]
     impl Connector for Unreachable {
         type Connection = <UrlConnector as Connector>::Connection;
 

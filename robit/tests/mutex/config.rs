@@ -46,7 +46,7 @@ fn a_zero_ttl_is_rejected() {
 
 #[test]
 fn a_ttl_longer_than_a_year_is_rejected() {
-    let ttl = robit::MAX_TTL + Duration::from_secs(1);
+    let ttl = robit::defaults::MAX_TTL + Duration::from_secs(1);
     assert_eq!(
         rejected(builder().ttl(ttl)),
         ConfigError::TtlTooLong { ttl }
@@ -55,13 +55,13 @@ fn a_ttl_longer_than_a_year_is_rejected() {
         rejected(builder().ttl(Duration::MAX)),
         ConfigError::TtlTooLong { ttl: Duration::MAX }
     );
-    builder().ttl(robit::MAX_TTL).build().unwrap();
+    builder().ttl(robit::defaults::MAX_TTL).build().unwrap();
 }
 
 #[test]
 fn the_longest_ttl_is_a_year_of_365_days() {
     let day = Duration::from_secs(24 * 3600);
-    assert_eq!(robit::MAX_TTL, day * 365);
+    assert_eq!(robit::defaults::MAX_TTL, day * 365);
 }
 
 #[test]
@@ -160,7 +160,7 @@ fn a_safety_margin_below_timer_granularity_is_rejected() {
         );
     }
     builder()
-        .safety_margin(robit::MIN_SAFETY_MARGIN)
+        .safety_margin(robit::defaults::MIN_SAFETY_MARGIN)
         .build()
         .unwrap();
 }
@@ -192,7 +192,7 @@ fn an_invalid_backoff_is_rejected() {
     // A backoff that never grows is fine, and so is a cap of the longest TTL.
     builder().backoff(Backoff::new(max, max)).build().unwrap();
     builder()
-        .backoff(Backoff::new(base, robit::MAX_TTL))
+        .backoff(Backoff::new(base, robit::defaults::MAX_TTL))
         .build()
         .unwrap();
     // A cap too long to add to a clock reading is refused, not a later panic.

@@ -6,7 +6,8 @@ use robit_test_support::kit as common;
 
 use std::time::Duration;
 
-use robit::{Acquire, AcquireRequest, Driver, Lease, LocalDriver, LockName, OwnerToken, Renewal};
+use robit::driver::{Acquire, AcquireRequest, Lease, LockName, OwnerToken, Renewal};
+use robit::{Driver, LocalDriver};
 
 const TTL: Duration = Duration::from_secs(3);
 

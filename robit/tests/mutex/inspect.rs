@@ -6,10 +6,11 @@ use robit_test_support::kit as common;
 use std::time::Duration;
 
 use common::{TTL, within};
-use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, Inspection, LocalDriver, LockName, LockState,
-    LossReason, Mutex, OwnerToken, ReleaseWatch, async_trait,
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, Inspection, LockName, LockState, OwnerToken,
+    ReleaseWatch, async_trait,
 };
+use robit::{Driver, LocalDriver, LossReason, Mutex};
 
 fn name() -> LockName {
     LockName::from("inspected")

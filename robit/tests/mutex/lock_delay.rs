@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, granted, settle, within};
-use robit::{
-    Acquire, AcquireRequest, ConfigError, Driver, DriverError, LocalDriver, LockError, LockName,
-    Mutex, OwnerToken, ReleaseWatch, Renewal, async_trait,
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, LockName, OwnerToken, ReleaseWatch, Renewal, async_trait,
 };
+use robit::{ConfigError, Driver, LocalDriver, LockError, Mutex};
 use tokio::time::Instant;
 
 const DELAY: Duration = Duration::from_secs(5);
@@ -150,9 +150,9 @@ fn a_lock_delay_of_exactly_the_longest_ttl_is_accepted_and_one_millisecond_more_
             .lock_delay(delay)
             .build()
     };
-    build(robit::MAX_TTL).unwrap();
+    build(robit::defaults::MAX_TTL).unwrap();
     assert!(matches!(
-        build(robit::MAX_TTL + Duration::from_millis(1)).unwrap_err(),
+        build(robit::defaults::MAX_TTL + Duration::from_millis(1)).unwrap_err(),
         ConfigError::LockDelayTooLong { .. }
     ));
 }

@@ -236,7 +236,7 @@ async fn work_that_ends_after_the_deadline_is_reported_lost_even_before_the_watc
     let clock = Arc::new(JumpClock::default());
     let locker = Locker::builder(LocalDriver::new())
         .ttl(TTL)
-        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::sources::Clock>)
         .build()
         .unwrap();
     let outcome = locker

@@ -9,7 +9,8 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use common::{FaultyDriver, JumpClock, LossLog, RenewFault, TTL, VALIDITY, within};
-use robit::{DriverError, Jeopardy, LocalDriver, LossReason, Mutex, RefreshError, UnlockError};
+use robit::driver::DriverError;
+use robit::{Jeopardy, LocalDriver, LossReason, Mutex, RefreshError, UnlockError};
 use tokio::time::Instant;
 
 fn manual(driver: &FaultyDriver, log: &LossLog) -> Mutex {
@@ -30,7 +31,7 @@ fn manual_with_clock(driver: &FaultyDriver, log: &LossLog) -> (Mutex, Arc<JumpCl
             Mutex::builder("by-hand", driver.clone())
                 .ttl(TTL)
                 .watchdog(false)
-                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+                .clock(Arc::clone(&clock) as Arc<dyn robit::sources::Clock>),
         )
         .build()
         .unwrap();

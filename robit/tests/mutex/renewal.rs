@@ -328,7 +328,7 @@ async fn a_renew_reply_that_lands_after_the_deadline_is_a_loss_not_a_renewal() {
         .attach(
             Mutex::builder("renewed", driver.clone())
                 .ttl(TTL)
-                .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>),
+                .clock(Arc::clone(&clock) as Arc<dyn robit::sources::Clock>),
         )
         .build()
         .unwrap();
@@ -346,7 +346,7 @@ async fn a_grant_whose_reply_lands_after_its_deadline_is_given_back_and_retried(
     let clock = Arc::new(JumpClock::default());
     let holder = Mutex::builder("renewed", driver.clone())
         .ttl(TTL)
-        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::sources::Clock>)
         .build()
         .unwrap();
     driver.set_acquire(AcquireFault::DelayReply(Duration::from_millis(100)));
@@ -372,7 +372,7 @@ async fn a_grant_whose_reply_lands_exactly_at_its_deadline_is_given_back_too() {
     let clock = Arc::new(JumpClock::default());
     let holder = Mutex::builder("renewed", driver.clone())
         .ttl(TTL)
-        .clock(Arc::clone(&clock) as Arc<dyn robit::Clock>)
+        .clock(Arc::clone(&clock) as Arc<dyn robit::sources::Clock>)
         .build()
         .unwrap();
     driver.jump_on_next_reply(&clock, VALIDITY);

@@ -329,8 +329,8 @@ struct LookingClock {
     looks: std::sync::atomic::AtomicUsize,
 }
 
-#[robit::async_trait]
-impl robit::Clock for LookingClock {
+#[robit::driver::async_trait]
+impl robit::sources::Clock for LookingClock {
     fn now(&self) -> tokio::time::Instant {
         if let Some(mutex) = self.mutex.get().and_then(std::sync::Weak::upgrade) {
             let _ = mutex.fence();
@@ -356,7 +356,9 @@ fn a_clock_that_looks_at_the_mutex_is_never_read_under_the_mutexs_lock() {
             let mutex = std::sync::Arc::new(
                 Mutex::builder("looked-at", LocalDriver::new())
                     .ttl(TTL)
-                    .clock(std::sync::Arc::clone(&clock) as std::sync::Arc<dyn robit::Clock>)
+                    .clock(
+                        std::sync::Arc::clone(&clock) as std::sync::Arc<dyn robit::sources::Clock>
+                    )
                     .build()
                     .unwrap(),
             );

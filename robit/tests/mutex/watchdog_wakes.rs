@@ -10,10 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use common::settle;
-use robit::{
-    Acquire, AcquireRequest, Clock, Driver, DriverError, FenceToken, Lease, LocalDriver, Mutex,
-    ReleaseWatch, Renewal,
-};
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, ReleaseWatch, Renewal};
+use robit::sources::Clock;
+use robit::{Driver, FenceToken, LocalDriver, Mutex};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(3);
@@ -32,7 +31,7 @@ struct SilentLease {
     renews: Arc<AtomicUsize>,
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Driver for Silent {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Acquire, DriverError> {
         Ok(match self.local.acquire(request).await? {
@@ -49,7 +48,7 @@ impl Driver for Silent {
     }
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Lease for SilentLease {
     fn fence(&self) -> FenceToken {
         self.inner.fence()
@@ -77,7 +76,7 @@ struct CountingClock {
     sleeps: AtomicUsize,
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Clock for CountingClock {
     fn now(&self) -> Instant {
         Instant::now()

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use common::{granted, within};
 use redis::AsyncCommands;
-use robit::{
-    Acquire, AcquireRequest, Driver, Inspection, Jeopardy, LockName, LockState, Locker, LossReason,
-    Mutex, OwnerToken, RefreshError, Renewal, WithLockError,
+use robit::driver::{
+    Acquire, AcquireRequest, Inspection, LockName, LockState, OwnerToken, Renewal,
 };
+use robit::{Driver, Jeopardy, Locker, LossReason, Mutex, RefreshError, WithLockError};
 use support::{LONG, RedisServer, driver};
 use tokio::time::Instant;
 

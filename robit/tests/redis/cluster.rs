@@ -17,8 +17,9 @@ use robit_test_support::redis as support;
 use std::time::Duration;
 
 use common::{granted, within};
+use robit::driver::{Acquire, Waiter};
 use robit::redis::{ClusterConnector, RedisDriver};
-use robit::{Acquire, Driver, Mutex, Waiter};
+use robit::{Driver, Mutex};
 use support::{FAULT_TTL, FaultClients, LONG, RedisCluster, request};
 use tokio::time::Instant;
 

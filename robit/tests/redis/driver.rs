@@ -19,8 +19,9 @@ use std::time::Duration;
 
 use common::{granted, held, within};
 use redis::AsyncCommands;
+use robit::driver::{Acquire, Renewal};
 use robit::redis::RedisDriver;
-use robit::{Acquire, Driver, FenceGate, LockError, Mutex, Renewal};
+use robit::{Driver, FenceGate, LockError, Mutex};
 use support::{LONG, RedisServer, TTL, driver, request};
 
 async fn pttl(server: &RedisServer, key: &[u8]) -> i64 {
@@ -390,9 +391,9 @@ async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
 async fn a_release_after_its_ttl_leaves_someone_else_s_value_and_its_expiry_alone() {
     let server = RedisServer::start();
     let driver = driver(&server);
-    let short = robit::AcquireRequest::new(
-        robit::LockName::from("expired"),
-        robit::OwnerToken::from_u128(1),
+    let short = robit::driver::AcquireRequest::new(
+        robit::driver::LockName::from("expired"),
+        robit::driver::OwnerToken::from_u128(1),
         Duration::from_millis(200),
     );
     let lease = granted(&driver, &short).await;

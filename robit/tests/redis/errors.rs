@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use common::Captured;
 use redis::AsyncCommands;
+use robit::driver::DriverError;
 use robit::redis::{RedisConfigError, RedisDriver};
-use robit::{DriverError, LockError, Mutex, Wait};
+use robit::{LockError, Mutex, Wait};
 use support::RedisServer;
 
 fn mutex(url: &str, name: &str) -> Mutex {

@@ -15,8 +15,9 @@ use std::time::Duration;
 
 use common::{granted, within};
 use redis::AsyncCommands;
+use robit::driver::{Acquire, AcquireRequest, Renewal, Waiter};
 use robit::redis::RedisDriver;
-use robit::{Acquire, AcquireRequest, Driver, Mutex, Renewal, Waiter};
+use robit::{Driver, Mutex};
 use support::{LONG, RedisServer, TTL, driver, request};
 
 /// Waits until the driver's hand-off subscription is live on the server: a release

@@ -13,11 +13,9 @@ use std::time::Duration;
 
 use common::{Beliefs, within};
 use redis::AsyncCommands;
+use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Renewal, Waiter};
 use robit::redis::{RedisDriver, script_sources};
-use robit::{
-    Acquire, AcquireRequest, Driver, LockName, LossReason, Mutex, OwnerToken, Renewal, UnlockError,
-    Waiter,
-};
+use robit::{Driver, LossReason, Mutex, UnlockError};
 use support::{RedisServer, quarantined_driver as driver};
 use tokio::time::Instant;
 

@@ -14,8 +14,9 @@ use std::time::Duration;
 use common::{granted, held, within};
 use redis::aio::{ConnectionLike, PubSub};
 use redis::{AsyncCommands, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
+use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Waiter};
 use robit::redis::{Connector, RedisDriver, UrlConnector};
-use robit::{Acquire, AcquireRequest, Backoff, Driver, LockName, Mutex, OwnerToken, Wait, Waiter};
+use robit::{Backoff, Driver, Mutex, Wait};
 use support::RedisServer;
 use tokio::sync::watch;
 
@@ -26,7 +27,7 @@ const LONG: Duration = Duration::from_secs(20);
 /// Commands go to the server; subscribing always fails, so no notification arrives.
 struct Deaf(UrlConnector);
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Connector for Deaf {
     type Connection = <UrlConnector as Connector>::Connection;
 
@@ -83,7 +84,7 @@ struct DeafGated {
     open: watch::Receiver<bool>,
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Connector for DeafGated {
     type Connection = Gated;
 

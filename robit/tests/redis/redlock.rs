@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use robit::driver::{Acquire, LockName, LockState, OwnerToken, Waiter};
 use robit::redis::{RedisConfigError, RedisDriver, RedlockDriver, UrlConnector};
-use robit::{Acquire, Driver, LockName, LockState, Mutex, OwnerToken, Wait, Waiter};
+use robit::{Driver, Mutex, Wait};
 use robit_test_support::redis::{FaultClients, FreezingProxy, LONG, RedisServer, TTL, request};
 use tokio::time::Instant;
 

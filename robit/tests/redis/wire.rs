@@ -13,10 +13,11 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionLike, PubSub};
 use redis::{Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Script, Value};
-use robit::redis::{Connector, RedisDriver, script_sources};
-use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, Lease, LockName, OwnerToken, Renewal, Waiter,
+use robit::Driver;
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, Lease, LockName, OwnerToken, Renewal, Waiter,
 };
+use robit::redis::{Connector, RedisDriver, script_sources};
 
 /// Records every packed command, and answers each with the next scripted reply (RESP).
 #[derive(Clone, Default)]
@@ -114,7 +115,7 @@ impl ConnectionLike for Wire {
 
 struct WireConnector(Wire);
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Connector for WireConnector {
     type Connection = Wire;
 

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use robit::async_trait;
+use robit::driver::async_trait;
 use tokio::time::Instant;
 
 /// tokio's clock plus an offset the test can bump: a client whose process was frozen
@@ -26,7 +26,7 @@ impl JumpClock {
 }
 
 #[async_trait]
-impl robit::Clock for JumpClock {
+impl robit::sources::Clock for JumpClock {
     fn now(&self) -> Instant {
         Instant::now() + self.offset()
     }

@@ -4,10 +4,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use robit::{
-    Acquire, AcquireRequest, Driver, DriverError, FenceToken, Lease, LocalDriver, ReleaseWatch,
-    Renewal, async_trait,
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, Lease, ReleaseWatch, Renewal, async_trait,
 };
+use robit::{Driver, FenceToken, LocalDriver};
 
 use super::JumpClock;
 

@@ -12,7 +12,8 @@ mod loss;
 use std::sync::Arc;
 use std::time::Duration;
 
-use robit::{Acquire, AcquireRequest, Driver, FenceToken, Lease};
+use robit::driver::{Acquire, AcquireRequest, Lease};
+use robit::{Driver, FenceToken};
 
 pub use beliefs::{Beliefs, Interval, Overlap};
 pub use capture::Captured;
@@ -34,7 +35,7 @@ pub async fn within<T>(limit: Duration, what: &str, future: impl Future<Output =
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Highest;
 
-impl robit::Entropy for Highest {
+impl robit::sources::Entropy for Highest {
     fn next_u64(&self) -> u64 {
         u64::MAX
     }

@@ -88,7 +88,7 @@ impl CountingConnector {
     }
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Connector for CountingConnector {
     type Connection = Counted;
 

@@ -33,7 +33,7 @@ impl FollowingConnector {
     }
 }
 
-#[robit::async_trait]
+#[robit::driver::async_trait]
 impl Connector for FollowingConnector {
     type Connection = MultiplexedConnection;
 

@@ -16,8 +16,8 @@ mod server;
 
 use std::time::Duration;
 
+use robit::driver::{AcquireRequest, LockName, OwnerToken};
 use robit::redis::RedisDriver;
-use robit::{AcquireRequest, LockName, OwnerToken};
 
 pub use clients::{FAULT_TTL, FaultClients};
 pub use cluster::RedisCluster;
