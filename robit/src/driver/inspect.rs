@@ -71,7 +71,9 @@ pub struct Inspection {
 }
 
 impl Inspection {
-    /// A lock nobody holds, with nobody waiting.
+    /// A lock nobody holds, with nobody waiting. A driver reports any other state by
+    /// setting the public fields of this value (the type is `#[non_exhaustive]`, so it
+    /// has no struct literal outside robit).
     pub fn free() -> Self {
         Self {
             state: LockState::Free,

@@ -72,7 +72,9 @@ pub(crate) use self::watch::WatchRegistry;
 ///    breaks the promise; drivers should document when that can happen.
 /// 3. **Fencing.** Every grant carries a [`FenceToken`] strictly greater than that of every
 ///    earlier grant of the same name — across releases, expiries and owners. Tokens start
-///    at 1. A global counter (shared by all names) satisfies this.
+///    at 1. A global counter (shared by all names) satisfies this, as long as it does not
+///    live in the record it fences (deleted with the grant, it would start over) and
+///    survives the backend's restarts.
 /// 4. **Owner-checked renew and release.** [`Lease::renew`] and [`Lease::release`] act
 ///    only on the lease's own grant (same owner *and* token) and only while it is live.
 ///    A renew that finds the grant expired answers [`Renewal::Lost`] even if nobody else
@@ -177,9 +179,10 @@ pub trait Driver: Send + Sync + 'static {
     /// Tries once to create a grant of `request.name` for `request.owner`, live for at
     /// least `request.ttl` from the moment this call was made.
     ///
-    /// Returns [`Acquire::Granted`] with a lease for the new grant, or [`Acquire::Held`]
+    /// Returns [`Acquire::Granted`] with a lease for the new grant, [`Acquire::Held`]
     /// when another owner holds a live grant (or, for a fair driver, when earlier waiters
-    /// are queued ahead of this one).
+    /// are queued ahead of this one), or [`Acquire::Quarantined`] while a backend that
+    /// lost its state refuses every grant.
     ///
     /// # Errors
     ///

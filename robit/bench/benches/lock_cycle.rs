@@ -2,7 +2,7 @@
 //! driver next to rslock (Redlock, on one server), against the same `redis-server`
 //! (started by the bench on a free port), with the same TTL, on the same runtime.
 //!
-//! `cargo bench -p robit --bench lock_cycle`. What each cycle costs the server and the
+//! `cargo bench -p robit-bench --bench lock_cycle`. What each cycle costs the server and the
 //! client, and how the two behave under contention, is the `report` bench's.
 #![allow(missing_docs, clippy::unwrap_used)]
 

@@ -3,7 +3,7 @@
 //! free port), with the same TTL, on the same single-threaded runtime; then both on a
 //! quorum of three servers of the bench's own.
 //!
-//! `cargo bench -p robit --bench report` — a bench binary, not a test: it reports, it
+//! `cargo bench -p robit-bench --bench report` — a bench binary, not a test: it reports, it
 //! does not assert. `ROBIT_BENCH_SCALE=0.3` shortens every scenario.
 //!
 //! Four scenarios, one module each: one task locking and unlocking one key
