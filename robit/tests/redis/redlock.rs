@@ -162,7 +162,16 @@ async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_
         .await
         .unwrap();
     assert!(matches!(first, Acquire::Held { .. }), "{first:?}");
-    // Another waiter queues behind it on the first server.
+    // Two refusals decide the attempt: the first server may queue w only after it
+    // returned. Another waiter queues behind w there, once w is in line.
+    let deadline = Instant::now() + LONG;
+    while queued_on(&servers[0], "job").await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "w never queued on the first server"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let v = request("job", 2).with_waiter(Waiter::new(0xb, Duration::from_secs(10)));
     let _ = direct[0].acquire(&v).await.unwrap();
     // The first server's holder lets go and hands the lock to w, which wins it there
@@ -173,6 +182,16 @@ async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_
         .await
         .unwrap();
     assert!(matches!(again, Acquire::Held { .. }), "{again:?}");
+    // Again two refusals may decide the attempt before the first server's grant comes
+    // in; that grant is then given back after the attempt returns: wait for it.
+    let deadline = Instant::now() + LONG;
+    while driver.stats().split == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the split vote was never counted"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     assert_eq!(driver.stats().split, 1);
     let mut admin = servers[0].admin().await;
     let queue: Vec<String> = redis::cmd("LRANGE")
@@ -233,11 +252,24 @@ async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_server_that_refu
 async fn set_counter(server: &RedisServer, token: u64) {
     let mut admin = server.admin().await;
     let key = format!("{{{NAMESPACE}}}:fence");
-    let old: String = redis::cmd("GET")
-        .arg(&key)
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    // A majority's grant returns before the last server's: that server may create its
+    // counter only after the acquire returned. Wait for it.
+    let deadline = Instant::now() + LONG;
+    let old: String = loop {
+        let old: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut admin)
+            .await
+            .unwrap();
+        if let Some(old) = old {
+            break old;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never created its counter"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     let suffix = old.trim_start_matches(|c: char| c.is_ascii_digit());
     let _: () = redis::cmd("SET")
         .arg(&key)

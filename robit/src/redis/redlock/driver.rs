@@ -9,7 +9,7 @@ use futures_util::future::{join_all, select_all};
 
 use super::lease::{GiveBack, QuorumLease, release_all};
 use super::tally::{Tally, majority};
-use super::{Connector, RedlockDriver, Won};
+use super::{Connector, Lost, RedlockDriver, Won};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
@@ -51,7 +51,11 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         inner.stats.attempt(tally.won(), tally.split());
         if !tally.won() {
             let unanswered = pending.len();
-            inner.finish_late(pending, None);
+            let lost = Lost {
+                waiter: request.waiter,
+                split: tally.split(),
+            };
+            inner.finish_late(pending, None, lost);
             let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
             return tally.verdict(unanswered);
         }
@@ -66,11 +70,15 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     request,
                     refused,
                 };
-                inner.finish_late(pending, Some(won));
+                inner.finish_late(pending, Some(won), Lost::default());
                 Ok(Acquire::Granted(lease))
             }
             Err(err) => {
-                inner.finish_late(pending, None);
+                let lost = Lost {
+                    waiter: request.waiter,
+                    split: true,
+                };
+                inner.finish_late(pending, None, lost);
                 let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
                 Err(err)
             }
