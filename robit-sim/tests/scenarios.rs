@@ -1,4 +1,4 @@
-//! Every scenario under `scenarios/`, across seeds: `cargo test -p robit-sim`.
+//! Every scenario under `scenarios/`, across seeds: `cargo test -p robit-sim --test scenarios`.
 //!
 //! Each scenario and seed is a test of its own, named `<scenario>/seed-<n>` after the
 //! scenario's file (`holder-partitioned/seed-3`), so that the usual filters pick runs out:

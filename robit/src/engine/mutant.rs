@@ -1,7 +1,9 @@
 //! Deliberately planted bugs, for the simulation harness to prove it catches them.
 //!
-//! Compiled only with the `mutants` feature, which robit-sim turns on for its own tests:
-//! without it, no planted bug is in the build at all — no field, no branch. With it,
+//! Compiled only under `cfg(robit_mutants)`, which robit's build script sets when the
+//! build's environment has `ROBIT_MUTANTS=1` (robit-sim's tests run so): without it, no
+//! planted bug is in the build at all — no field, no branch, and the code around each
+//! planted branch is the code that ships, so the tests run it either way. With it,
 //! [`MutexBuilder::mutant`](crate::MutexBuilder) selects one; without a selection the
 //! library behaves as documented. Each mutant breaks one thing the library promises, so
 //! that robit-sim's conformance tests can show that a library with that bug would fail

@@ -273,10 +273,9 @@ async fn watch(core: &Arc<Core>, wake: &Wake, hold: Watched) {
             }
             Attempt::Done(Ok(Renewal::Renewed)) => {
                 let slack = deadline.saturating_duration_since(now);
-                #[cfg(not(robit_mutants))]
                 let from = sent;
                 #[cfg(robit_mutants)]
-                let from = super::mutant::validity_from(config, sent, || clock.now());
+                let from = super::mutant::validity_from(config, from, || clock.now());
                 deadline = from + config.validity;
                 if !core.extend(id, deadline, now) {
                     break 'hold None;

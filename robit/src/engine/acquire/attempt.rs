@@ -64,10 +64,9 @@ pub(super) async fn one(
     match answer {
         Ok(Acquire::Granted(lease)) => {
             let now = core.now();
-            #[cfg(not(robit_mutants))]
             let from = sent;
             #[cfg(robit_mutants)]
-            let from = crate::engine::mutant::validity_from(config, sent, || now);
+            let from = crate::engine::mutant::validity_from(config, from, || now);
             let deadline = from + config.validity;
             if now < deadline {
                 return Ok(Outcome::Acquired(

@@ -48,6 +48,11 @@ impl Captured {
             .with_ansi(false)
             .without_time()
             .finish();
-        tracing::subscriber::set_default(subscriber)
+        let guard = tracing::subscriber::set_default(subscriber);
+        // Another test's thread may have registered a callsite while no subscriber of
+        // this thread wanted it, and the cached "nobody wants it" would hide its events
+        // from this one when tests share a process (plain `cargo test`).
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 }
