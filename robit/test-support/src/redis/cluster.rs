@@ -155,7 +155,7 @@ impl RedisCluster {
     /// master's slots and the cluster ok. Returns the new master's port; the old master
     /// becomes its replica.
     pub async fn fail_over(&self, master_port: u16) -> u16 {
-        let (slots, replicas) = self.slots_and_replicas(master_port).await;
+        let (slots, replicas) = self.slots_and_replicas(master_port, None).await;
         let _: () = run(self.node(replicas[0]), "CLUSTER", "FAILOVER").await;
         let what = format!("{} to take over from {master_port}", replicas[0]);
         wait_until(&what, || self.owner_everywhere(&replicas[..1], &slots)).await
@@ -172,13 +172,13 @@ impl RedisCluster {
 
     /// The replicas of the master on `master_port`.
     pub async fn replicas_of(&self, master_port: u16) -> Vec<u16> {
-        self.slots_and_replicas(master_port).await.1
+        self.slots_and_replicas(master_port, None).await.1
     }
 
     /// [`kill_master`](Self::kill_master), resuming the node `paused` (a replica the test
     /// froze, so that it missed the master's last writes) once the master is dead.
     pub async fn kill_master_resuming(&mut self, master_port: u16, paused: Option<u16>) -> u16 {
-        let (slots, replicas) = self.slots_and_replicas(master_port).await;
+        let (slots, replicas) = self.slots_and_replicas(master_port, paused).await;
         self.node_mut(master_port).stop();
         if let Some(paused) = paused {
             self.node(paused).resume();
@@ -232,14 +232,17 @@ impl RedisCluster {
     }
 
     /// The slots of the master on `port`, and the ports of its live replicas (at least
-    /// one), as a live node sees them.
-    async fn slots_and_replicas(&self, port: u16) -> (Vec<Range>, Vec<u16>) {
+    /// one), as a live node sees them. `paused`, a replica the test froze on purpose,
+    /// counts as live even once the others flag it failing (after the node timeout, 1 s,
+    /// which a busy machine can let pass before the test gets here).
+    async fn slots_and_replicas(&self, port: u16, paused: Option<u16>) -> (Vec<Range>, Vec<u16>) {
         let view = view_of(self.live_node()).await;
         let master = view.iter().find(|seen| seen.port == port && seen.master);
         let master = master.unwrap_or_else(|| panic!("no master on port {port}"));
         let replicas: Vec<u16> = view
             .iter()
-            .filter(|seen| seen.master_id.as_ref() == Some(&master.id) && !seen.failing)
+            .filter(|seen| seen.master_id.as_ref() == Some(&master.id))
+            .filter(|seen| !seen.failing || Some(seen.port) == paused)
             .map(|seen| seen.port)
             .filter(|replica| self.node(*replica).is_running())
             .collect();
