@@ -145,6 +145,21 @@ async fn a_frozen_server_holds_up_neither_lock_nor_unlock() {
 
 #[tokio::test]
 async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_s_queue() {
+    // The split vote this test is about needs the first server's grant to come in before
+    // the two refusals decide the attempt. When the refusals come first, the attempt
+    // returns without it, and the late grant is given back quietly (to nobody, since its
+    // waiter may be gone by then): a different path. Try again on fresh servers then.
+    for _ in 0..20 {
+        if split_vote_on_fresh_servers().await {
+            return;
+        }
+    }
+    panic!("in 20 tries, the refusals always decided the attempt before the grant came in");
+}
+
+/// One try of the test above: false if the attempt was decided before the first
+/// server's grant came in.
+async fn split_vote_on_fresh_servers() -> bool {
     let servers = start(3);
     let direct: Vec<_> = servers.iter().map(|server| member(&server.url())).collect();
     // Others hold the lock on each server alone.
@@ -182,15 +197,8 @@ async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_
         .await
         .unwrap();
     assert!(matches!(again, Acquire::Held { .. }), "{again:?}");
-    // Again two refusals may decide the attempt before the first server's grant comes
-    // in; that grant is then given back after the attempt returns: wait for it.
-    let deadline = Instant::now() + LONG;
-    while driver.stats().split == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "the split vote was never counted"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    if driver.stats().split == 0 {
+        return false;
     }
     assert_eq!(driver.stats().split, 1);
     let mut admin = servers[0].admin().await;
@@ -209,6 +217,7 @@ async fn a_split_vote_gives_its_grant_back_with_the_waiter_first_in_that_server_
         key.as_deref().is_some_and(|key| key.ends_with(":q")),
         "{key:?}"
     );
+    true
 }
 
 async fn queued_on(server: &RedisServer, name: &str) -> usize {

@@ -171,11 +171,6 @@ impl StatsCells {
         }
     }
 
-    /// A lost attempt that became a split vote when a late grant came in.
-    pub(super) fn split_late(&self) {
-        self.split.fetch_add(1, Ordering::Relaxed);
-    }
-
     pub(super) fn raised(&self) {
         self.raised.fetch_add(1, Ordering::Relaxed);
     }

@@ -9,7 +9,7 @@ use futures_util::future::{join_all, select_all};
 
 use super::lease::{GiveBack, QuorumLease, release_all};
 use super::tally::{Tally, majority};
-use super::{Connector, Lost, RedlockDriver, Won};
+use super::{Connector, RedlockDriver, Won};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
@@ -51,11 +51,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         inner.stats.attempt(tally.won(), tally.split());
         if !tally.won() {
             let unanswered = pending.len();
-            let lost = Lost {
-                waiter: request.waiter,
-                split: tally.split(),
-            };
-            inner.finish_late(pending, None, lost);
+            inner.finish_late(pending, None);
             let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
             return tally.verdict(unanswered);
         }
@@ -70,15 +66,11 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     request,
                     refused,
                 };
-                inner.finish_late(pending, Some(won), Lost::default());
+                inner.finish_late(pending, Some(won));
                 Ok(Acquire::Granted(lease))
             }
             Err(err) => {
-                let lost = Lost {
-                    waiter: request.waiter,
-                    split: true,
-                };
-                inner.finish_late(pending, None, lost);
+                inner.finish_late(pending, None);
                 let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
                 Err(err)
             }

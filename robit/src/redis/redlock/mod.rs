@@ -20,7 +20,7 @@ use self::lease::{GiveBack, Member, QuorumLease, release_all};
 use self::tally::majority;
 use super::claim::Claim;
 use super::{Connector, RedisDriver, UrlConnector};
-use crate::driver::{AcquireRequest, DriverError, FenceToken, Waiter};
+use crate::driver::{AcquireRequest, DriverError, FenceToken};
 
 /// The largest token a Lua number (a double) holds exactly; the scripts compare tokens
 /// as numbers.
@@ -83,14 +83,6 @@ struct Inner<C: Connector> {
 }
 
 type Answer<C> = (usize, Result<Claim<C>, DriverError>);
-
-/// A lost (or failed) attempt, as [`Inner::finish_late`] takes it: its waiter, and
-/// whether its timely answers already made it a split vote.
-#[derive(Debug, Clone, Copy, Default)]
-struct Lost {
-    waiter: Option<Waiter>,
-    split: bool,
-}
 
 /// A won attempt, as [`Inner::finish_late`] takes it.
 struct Won<'a, C: Connector> {
@@ -229,16 +221,10 @@ impl<C: Connector> Inner<C> {
     /// servers that refused it — `queued`, and any late refusal — where it would
     /// otherwise be handed the lock later and hold it up for a hand-off window. Bounded
     /// by the servers' own time limits.
-    ///
-    /// A late grant of a lost attempt is given back as the attempt's timely grants were,
-    /// with `lost.waiter` back at the head of that server's queue, and makes the attempt
-    /// a split vote in the stats if its timely answers had not (`lost.split`): once it is
-    /// given back, so that a split counted means a grant given back.
     fn finish_late(
-        self: &Arc<Self>,
+        &self,
         mut pending: FuturesUnordered<BoxFuture<'static, Answer<C>>>,
         won: Option<Won<'_, C>>,
-        lost: Lost,
     ) {
         let (lease, request, mut queued) = match won {
             Some(won) => (
@@ -270,7 +256,6 @@ impl<C: Connector> Inner<C> {
             return;
         }
         let servers = self.servers.clone();
-        let inner = Arc::clone(self);
         tokio::spawn(async move {
             while let Some((index, answer)) = pending.next().await {
                 match answer {
@@ -282,14 +267,7 @@ impl<C: Connector> Inner<C> {
                 }
             }
             // Late grants of a lost attempt, or of a released lease.
-            let late_split = lease.is_none() && !back.is_empty() && !lost.split;
-            let waiter = if lease.is_none() { lost.waiter } else { None };
-            let given_back = async {
-                let _ = release_all(back, servers.len(), GiveBack::Quietly(waiter)).await;
-                if late_split {
-                    inner.stats.split_late();
-                }
-            };
+            let given_back = release_all(back, servers.len(), GiveBack::Quietly(None));
             let withdrawn = join_all(request.iter().flat_map(|request| {
                 queued
                     .iter()
