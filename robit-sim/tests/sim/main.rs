@@ -1,5 +1,6 @@
 //! The harness's own tests: its checkers, simulated clocks and Redis, faults, the quorum
-//! backend, model checking, determinism and scenario errors. One module per area.
+//! backend, model checking, determinism, scenario errors, and the promise-by-driver map
+//! in docs/verification.md. One module per area.
 
 mod checkers;
 mod clock;
@@ -11,3 +12,4 @@ mod quorum;
 mod scenario_errors;
 mod shared_driver;
 mod sim_redis;
+mod verification_map;
