@@ -7,6 +7,8 @@
 //!   free port, a proxy that freezes a link, a connection that counts round trips.
 //! - [`etcd`]: testing against a real etcd — a cluster of the test's own, whose members
 //!   can be killed, frozen and restarted.
+//! - [`behaviours`]: one set of checks of the documented behaviours, run over every
+//!   topology of every driver (Sentinel, Cluster, a quorum, etcd).
 //! - [`bench`](mod@bench): what the benchmarks share — their runtime, their TTL, robit's driver.
 //!
 //! Test files bring them in under the names they always used:
@@ -20,6 +22,7 @@
 // Test support fails loudly: a broken fixture must stop the test, not be reported.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod behaviours;
 pub mod bench;
 pub mod etcd;
 mod host;

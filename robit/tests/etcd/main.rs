@@ -2,6 +2,9 @@
 //! etcd cluster of the test's own. One test binary, one module per area.
 
 #[cfg(feature = "etcd")]
+#[allow(clippy::unwrap_used)]
+mod behaviours;
+#[cfg(feature = "etcd")]
 #[allow(clippy::unwrap_used, clippy::print_stderr)]
 mod driver;
 #[cfg(feature = "etcd")]

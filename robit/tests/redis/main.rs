@@ -31,4 +31,7 @@ mod sentinel;
 #[cfg(feature = "redis-tls")]
 mod tls;
 #[cfg(feature = "redis")]
+#[allow(clippy::unwrap_used)]
+mod topologies;
+#[cfg(feature = "redis")]
 mod wire;

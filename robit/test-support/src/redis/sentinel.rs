@@ -32,11 +32,18 @@ struct Sentinel {
 }
 
 impl Sentinels {
-    /// A primary, its replica, and three sentinels that all know both and each other.
+    /// A primary, its replica, and three sentinels that all know both and each other,
+    /// and take a primary silent for 1 s for down.
     pub async fn start() -> Self {
+        Self::start_with_down_after(Duration::from_secs(1)).await
+    }
+
+    /// [`start`](Self::start), with sentinels that take a primary silent for
+    /// `down_after` for down: a primary paused for less than that is not failed over.
+    pub async fn start_with_down_after(down_after: Duration) -> Self {
         let pair = ReplicatedPair::start().await;
         let sentinels = (0..3)
-            .map(|_| Sentinel::start(pair.primary.port()))
+            .map(|_| Sentinel::start(pair.primary.port(), down_after))
             .collect();
         let set = Self { pair, sentinels };
         set.wait_until(|| async {
@@ -115,7 +122,7 @@ impl Sentinels {
 }
 
 impl Sentinel {
-    fn start(master_port: u16) -> Self {
+    fn start(master_port: u16, down_after: Duration) -> Self {
         let dir = tempfile::tempdir().expect("no temp dir");
         let port = TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
@@ -125,9 +132,10 @@ impl Sentinel {
         let text = format!(
             "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
              sentinel monitor {MASTER_NAME} 127.0.0.1 {master_port} 2\n\
-             sentinel down-after-milliseconds {MASTER_NAME} 1000\n\
+             sentinel down-after-milliseconds {MASTER_NAME} {down_after}\n\
              sentinel failover-timeout {MASTER_NAME} 10000\n",
-            dir = dir.path().display()
+            dir = dir.path().display(),
+            down_after = down_after.as_millis()
         );
         std::fs::write(&config, text).expect("sentinel.conf");
         let binary = std::env::var_os("ROBIT_REDIS_SERVER")
