@@ -60,7 +60,9 @@ pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspecti
     Ok(inspection)
 }
 
-/// Deletes the head entry if `holder` wrote it and it is still the head.
+/// Deletes the head entry if `holder` wrote it and nothing wrote it since it was read:
+/// not a claim of a later attempt (whose grant it would free), nor a new entry under the
+/// same key.
 pub(super) async fn force_release(
     shared: &Shared,
     name: &LockName,
@@ -74,7 +76,7 @@ pub(super) async fn force_release(
         return Ok(false);
     }
     let key = head.key().to_vec();
-    let same = Compare::create_revision(key.clone(), CompareOp::Equal, head.create_revision());
+    let same = Compare::mod_revision(key.clone(), CompareOp::Equal, head.mod_revision());
     let txn = Txn::new().when([same]).and_then([TxnOp::delete(key, None)]);
     let link = shared.session.client().await?;
     let answer = link.client.kv_client().txn(txn).await.map_err(|err| {

@@ -59,6 +59,48 @@ impl EtcdCluster {
     }
 
     fn start_with(size: usize, tls: bool) -> (Self, Option<Vec<u8>>) {
+        // A port found free can be taken (by another test's outgoing connection, say)
+        // before etcd binds it: then the cluster starts again, on fresh ports.
+        for _ in 0..4 {
+            let (mut cluster, ca) = Self::spawn_all(size, tls);
+            if !cluster.lost_a_port() {
+                cluster.wait_healthy();
+                return (cluster, ca);
+            }
+        }
+        let (cluster, ca) = Self::spawn_all(size, tls);
+        cluster.wait_healthy();
+        (cluster, ca)
+    }
+
+    /// Waits until every member is healthy or one has exited; whether one exited
+    /// because another process had taken one of its ports.
+    fn lost_a_port(&mut self) -> bool {
+        let give_up = Instant::now() + Duration::from_secs(20);
+        loop {
+            let mut healthy = true;
+            for index in 0..self.members.len() {
+                let exited = self.members[index]
+                    .child
+                    .as_mut()
+                    .is_some_and(|child| matches!(child.try_wait(), Ok(Some(_))));
+                if exited {
+                    return std::fs::read_to_string(self.log_path(index))
+                        .unwrap_or_default()
+                        .contains("address already in use");
+                }
+                healthy &= http_get(self.members[index].metrics, "/health")
+                    .contains("\"health\":\"true\"");
+            }
+            if healthy || Instant::now() >= give_up {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A cluster of `size` fresh members on ports found free, spawned, not waited for.
+    fn spawn_all(size: usize, tls: bool) -> (Self, Option<Vec<u8>>) {
         let binary = std::env::var_os("ROBIT_ETCD")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("etcd"));
@@ -90,7 +132,6 @@ impl EtcdCluster {
         for index in 0..size {
             cluster.spawn(index);
         }
-        cluster.wait_healthy();
         (cluster, ca)
     }
 

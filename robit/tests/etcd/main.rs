@@ -10,3 +10,6 @@ mod driver;
 #[cfg(feature = "etcd")]
 #[allow(clippy::unwrap_used, clippy::print_stderr)]
 mod queue;
+#[cfg(feature = "etcd")]
+#[allow(clippy::unwrap_used, clippy::print_stderr)]
+mod races;
