@@ -26,6 +26,8 @@ pub(crate) struct Exec<'a> {
     /// The backend's local time, elapsed since the simulation started.
     pub(crate) now: Duration,
     pub(crate) peer: &'a Peer,
+    /// The server's life (the first is 1): INFO names a new server in every one.
+    pub(crate) life: u64,
 }
 
 impl Exec<'_> {

@@ -121,6 +121,7 @@ impl Inner {
             events: &mut events,
             now,
             peer,
+            life: self.lives,
         };
         let reply = dispatch(&mut exec, name, args);
         if let Some(replication) = &mut self.replication {
@@ -146,31 +147,9 @@ impl Inner {
         self.lives += 1;
     }
 
-    /// `INFO [section …]`: the server and replication sections (the others are empty
-    /// here), with a run id and a replication id that are new in every life.
+    /// `INFO [section …]`, for a connection: see [`info`].
     pub(crate) fn info(&self, sections: &[Vec<u8>]) -> Frame {
-        let wants = |section: &str| {
-            sections.is_empty()
-                || sections.iter().any(|asked| {
-                    let asked = asked.to_ascii_lowercase();
-                    asked == section.as_bytes()
-                        || [&b"default"[..], b"all", b"everything"].contains(&asked.as_slice())
-                })
-        };
-        let mut text = String::new();
-        if wants("server") {
-            text.push_str(&format!(
-                "# Server\r\nredis_version:{VERSION}\r\nredis_mode:standalone\r\nrun_id:{}\r\n\r\n",
-                id(self.lives, 0)
-            ));
-        }
-        if wants("replication") {
-            text.push_str(&format!(
-                "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:{}\r\n\r\n",
-                id(self.lives, 1)
-            ));
-        }
-        Frame::bulk(text.trim_end())
+        info(self.lives, sections)
     }
 
     /// A number for a new connection, unique in this state's lifetime.
@@ -178,6 +157,34 @@ impl Inner {
         self.connections += 1;
         self.connections
     }
+}
+
+/// `INFO [section …]` in a server's `life`-th life: the server and replication sections
+/// (the others are empty here), with a run id and a replication id that are new in every
+/// life. A connection asks it, and so does robit's acquire script.
+pub(crate) fn info(life: u64, sections: &[Vec<u8>]) -> Frame {
+    let wants = |section: &str| {
+        sections.is_empty()
+            || sections.iter().any(|asked| {
+                let asked = asked.to_ascii_lowercase();
+                asked == section.as_bytes()
+                    || [&b"default"[..], b"all", b"everything"].contains(&asked.as_slice())
+            })
+    };
+    let mut text = String::new();
+    if wants("server") {
+        text.push_str(&format!(
+            "# Server\r\nredis_version:{VERSION}\r\nredis_mode:standalone\r\nrun_id:{}\r\n\r\n",
+            id(life, 0)
+        ));
+    }
+    if wants("replication") {
+        text.push_str(&format!(
+            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_replid:{}\r\n\r\n",
+            id(life, 1)
+        ));
+    }
+    Frame::bulk(text.trim_end())
 }
 
 /// The 40 hex digits of the run id (`salt` 0) or the replication id (`salt` 1) of a

@@ -75,38 +75,46 @@ impl<C: Connector> Inner<C> {
         Ok(current)
     }
 
-    /// Readies a new connection before anything else is sent on it: learns which server
-    /// it reaches (`INFO server replication`; a `PING` with failover detection off), then
-    /// loads every script in one more round trip — once the server has answered a short
-    /// command, so that a connection the server refuses (no password) is refused with
-    /// its own words, before a long command makes it close the connection instead.
+    /// Readies a new connection before anything else is sent on it: checks that the
+    /// server names its run id and replication id (`INFO server replication`; a `PING`
+    /// with failover detection off), then loads every script in one more round trip —
+    /// once the server has answered a short command, so that a connection the server
+    /// refuses (no password) is refused with its own words, before a long command makes
+    /// it close the connection instead.
     ///
-    /// In cluster mode nothing is sent: the acquire script asks the node it runs on who
-    /// it is, and a script a node lacks is sent in full there (see
+    /// The identity it answers is not learned here but asked for ([`Identity::ASK`]):
+    /// the acquire script reads the identity of the server it runs on, on every call. A
+    /// connection outlives a change of its server's role (`REPLICAOF` neither closes a
+    /// demoted primary's connections nor refuses them until a write arrives), so an
+    /// identity learned once would name a life of the server that has ended.
+    ///
+    /// In cluster mode nothing is sent: a script a node lacks is sent in full there (see
     /// [`ScriptCall::invoke`]).
     async fn ready(&self, connection: &mut C::Connection) -> Result<Identity, Ready> {
-        if self.settings.spread {
-            return Ok(if self.settings.detect_failover {
-                Identity::ASK
-            } else {
-                Identity::OFF
-            });
-        }
         let identity = if self.settings.detect_failover {
+            Identity::ASK
+        } else {
+            Identity::OFF
+        };
+        if self.settings.spread {
+            return Ok(identity);
+        }
+        if self.settings.detect_failover {
+            // The acquire script reads the identity itself; a server that does not name
+            // both ids (before Redis 7.0) is refused here, at the first round trip.
             let info: String = redis::cmd("INFO")
                 .arg("server")
                 .arg("replication")
                 .query_async(connection)
                 .await
                 .map_err(Ready::Failed)?;
-            Identity::parse(&info).ok_or(Ready::Unknown)?
+            Identity::parse(&info).ok_or(Ready::Unknown)?;
         } else {
             redis::cmd("PING")
                 .query_async::<()>(connection)
                 .await
                 .map_err(Ready::Failed)?;
-            Identity::OFF
-        };
+        }
         let mut pipe = redis::pipe();
         scripts::load_all(&mut pipe);
         for loaded in scripts::replies(&mut pipe, connection)

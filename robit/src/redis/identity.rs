@@ -9,12 +9,15 @@
 //! see keys.rs), every acquire sends the identity of the server its connection reaches,
 //! and the acquire script quarantines the namespace when the two differ.
 //!
-//! The identity is learned once per connection, in its first round trip (`INFO server
-//! replication`), before any script goes out on it; and a connection never moves to
-//! another server: the driver opens a new one, and
-//! learns again, when a connection breaks (a restart or a failover breaks it) or finds a
-//! replica (READONLY). It is 16 hex digits of the server's `run_id`, new at every start,
-//! followed by 16 of its `master_replid`, new at every promotion of a replica.
+//! The acquire script reads the identity of the server it runs on (`INFO server
+//! replication`, from inside the script), on every call: a connection can outlive a
+//! change of its server's role. `REPLICAOF` neither closes a demoted primary's
+//! connections nor refuses them until a write arrives on them, so a connection idle
+//! through a failover and a failback, and an identity learned when it opened, would take
+//! the old primary, back with an older namespace, for the life that wrote it. The
+//! identity is 16 hex digits of the server's `run_id`, new at every start, followed by
+//! 16 of its `master_replid`, new at every promotion of a replica. A connection checks,
+//! in its first round trip, that its server names both.
 
 use crate::driver::DriverError;
 
@@ -37,9 +40,10 @@ impl Identity {
         len: 0,
     };
 
-    /// "Ask the server": in cluster mode a call may be redirected to another node than
-    /// the one any connection learned, so the acquire script reads the identity of the
-    /// server it runs on itself (`INFO server replication`, from inside the script).
+    /// "Ask the server": the acquire script reads the identity of the server it runs on
+    /// itself (`INFO server replication`, from inside the script), so that neither a
+    /// call redirected in cluster mode nor a connection that outlived a role change
+    /// answers for another server, or another life of it.
     pub(super) const ASK: Self = {
         let mut bytes = [0; 1 + 2 * DIGITS];
         bytes[0] = b'*';

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use common::within;
 use robit::redis::{FirstUse, RedisDriver};
-use robit::{LockError, Mutex};
-use support::{RedisServer, quarantined_driver as driver};
+use robit::{LockError, Mutex, Wait};
+use support::{FollowingConnector, RedisServer, ReplicatedPair, quarantined_driver as driver};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(1);
@@ -129,4 +129,89 @@ async fn after_a_restart_without_persistence_only_a_process_that_never_saw_the_n
         .unlock()
         .await
         .unwrap();
+}
+
+/// `command` with `args` on `server`, as an operator types it.
+async fn operator<T: redis::FromRedisValue>(
+    server: &RedisServer,
+    command: &str,
+    args: &[&str],
+) -> T {
+    redis::cmd(command)
+        .arg(args)
+        .query_async(&mut server.admin().await)
+        .await
+        .unwrap_or_else(|err| panic!("{command} {args:?}: {err}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_set_by_hand_without_expiry_outlasts_a_detected_failover_until_lifted() {
+    let mut pair = ReplicatedPair::start().await;
+    let connector = FollowingConnector::new(&pair.primary.url());
+    let driver = RedisDriver::with_connector(connector.clone())
+        .quarantine(QUARANTINE)
+        .build()
+        .unwrap();
+    let mutex = || {
+        Mutex::builder("by-hand", driver.clone())
+            .ttl(TTL)
+            .build()
+            .unwrap()
+    };
+    mutex().lock().await.unwrap().unlock().await.unwrap();
+    // The operator quarantines the namespace until further notice (docs/operations.md,
+    // without the PX), and marks the counter so that acquires look at it.
+    let _: () = operator(&pair.primary, "SET", &["{robit}:quarantine", "1"]).await;
+    let _: i64 = operator(&pair.primary, "APPEND", &["{robit}:fence", "q"]).await;
+    pair.wait_in_sync().await;
+    assert!(matches!(
+        mutex().try_lock().await,
+        Err(LockError::Contended { expires_in: None })
+    ));
+    pair.fail_over().await;
+    connector.point_at(&pair.replica.url());
+    let new = &pair.replica;
+    // A waiter from now on, until the operator lifts the quarantine.
+    let waiter = {
+        let mutex = mutex();
+        tokio::spawn(async move {
+            let guard = mutex.lock_with(Wait::Timeout(LONG)).await.unwrap();
+            let granted = Instant::now();
+            guard.unlock().await.unwrap();
+            granted
+        })
+    };
+    // The first acquire on the new primary detects the failover (its connection broke with
+    // the old primary: the driver opens a new one), and would quarantine the namespace for
+    // QUARANTINE; past that, and more, the lock is still refused, the quarantine key
+    // still without an expiry, and the counter names the new primary.
+    let detected = Instant::now();
+    let mut tries = 0;
+    while detected.elapsed() < QUARANTINE * 2 {
+        match mutex().try_lock().await {
+            Err(LockError::Contended { expires_in: None }) => tries += 1,
+            Err(LockError::Backend(err)) if err.is_transient() => {}
+            other => panic!("the hand-set quarantine was not kept: {other:?}"),
+        }
+        let left: i64 = operator(new, "PTTL", &["{robit}:quarantine"]).await;
+        assert_eq!(left, -1, "the hand-set quarantine was given an expiry");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(tries > 0, "no try reached the new primary");
+    let counter: String = operator(new, "GET", &["{robit}:fence"]).await;
+    let info: String = operator(new, "INFO", &["server"]).await;
+    let run_id = info
+        .lines()
+        .find_map(|line| line.strip_prefix("run_id:"))
+        .unwrap();
+    assert!(
+        counter.contains(&format!("q/{}", &run_id[..16])),
+        "the failover was not detected: the counter {counter} does not name the new primary"
+    );
+    assert!(!waiter.is_finished(), "the waiter was granted the lock");
+    // The operator lifts it: the waiter is granted.
+    let lifted = Instant::now();
+    let _: i64 = operator(new, "DEL", &["{robit}:quarantine"]).await;
+    let granted = within(LONG, "the waiter", waiter).await.unwrap();
+    assert!(granted >= lifted);
 }

@@ -134,11 +134,13 @@ impl Connector for WireConnector {
 
 /// What the driver asks a new connection: `INFO server replication`.
 const INFO_ASKED: &[u8] = b"*3\r\n$4\r\nINFO\r\n$6\r\nserver\r\n$11\r\nreplication\r\n";
-/// The fake server's answer: its run id and replication id.
+/// The fake server's answer: its run id and replication id, which a connection checks
+/// are there.
 const INFO_REPLY: &str = "$130\r\n# Server\r\nrun_id:0123456789ABCDEF0123456789abcdef01234567\r\n\
                           # Replication\r\nmaster_replid:fedcba9876543210fedcba9876543210fedcba98\r\n\r\n";
-/// The identity the acquire script is sent: 16 hex digits of each id, in lower case.
-const SERVER: &str = "/0123456789abcdeffedcba9876543210";
+/// What the acquire script is sent for the server's identity: "read it here, from INFO",
+/// on every call, since a connection can outlive its server's role.
+const SERVER: &str = "*";
 
 const NAMESPACE: &str = "ns-1";
 /// Braces, a NUL and a byte that is not UTF-8: names are arbitrary bytes.

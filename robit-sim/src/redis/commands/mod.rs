@@ -23,15 +23,13 @@ pub(crate) const VERSION: &str = "7.2.0";
 /// [`VERSION`] as a number, as scripts read it (`redis.REDIS_VERSION_NUM`).
 pub(crate) const VERSION_NUM: u32 = 0x07_02_00;
 
-/// Commands a script may not call (Redis's `noscript` ones, among those known here, and
-/// INFO, which Redis allows but is the session's here).
+/// Commands a script may not call (Redis's `noscript` ones, among those known here).
 const NOT_IN_SCRIPTS: &[&str] = &[
     "auth",
     "client",
     "eval",
     "evalsha",
     "hello",
-    "info",
     "psubscribe",
     "punsubscribe",
     "quit",
@@ -157,6 +155,9 @@ pub(crate) fn script_command(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
     };
     if NOT_IN_SCRIPTS.contains(&name.as_str()) {
         return Frame::error("ERR This Redis command is not allowed from script");
+    }
+    if name == "info" {
+        return super::state::info(exec.life, &args[1..]);
     }
     dispatch(exec, &name, args)
 }

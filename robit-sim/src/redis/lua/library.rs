@@ -39,6 +39,7 @@ pub(super) struct Running {
     pub(super) events: Vec<LockEvent>,
     pub(super) now: Duration,
     pub(super) peer: Peer,
+    pub(super) life: u64,
 }
 
 /// What the Rust functions share with the [`Vm`](super::Vm) that runs scripts.
@@ -70,6 +71,7 @@ fn command(running: &Mutex<Option<Running>>, args: &MultiValue) -> Result<Frame,
         events: &mut running.events,
         now: running.now,
         peer: &running.peer,
+        life: running.life,
     };
     match script_command(&mut exec, &args) {
         Frame::Error(message) => Err(error_text(&[b"-", &message[..]].concat())),

@@ -136,6 +136,7 @@ impl Vm {
             events: std::mem::take(exec.events),
             now: exec.now,
             peer: exec.peer.clone(),
+            life: exec.life,
         };
         *self.running() = Some(running);
         let outcome = self.call(script, sha, keys, argv);

@@ -17,9 +17,9 @@
 --       queue entry ('<id>:<poll ms>'), queue_ttl_ms, channel, handoff_ms, quarantine_ms,
 --       lost ('1': a missing counter means lost state; '0': a new namespace), queued
 --       ('1': an earlier attempt of this waiter may have queued it), the identity of
---       the server the caller's connection reaches ('/<hex digits>'; '*' in cluster
---       mode, where the script reads it here, from INFO, as a call may be redirected;
---       '' with failover detection off), with a lock-delay only (or '' when a proposal
+--       the server ('*': the script reads it here, from INFO, on every call, since a
+--       connection may outlive its server's role or be redirected; '/<hex digits>' as
+--       given; '' with failover detection off), with a lock-delay only (or '' when a proposal
 --       follows), the grant's span ('<ttl ms>+<delay ms>'; else key_ms is the TTL), and,
 --       for a quorum's member only, the quorum's proposed token (decimal digits)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
