@@ -298,3 +298,49 @@ async fn an_earlier_attempt_granted_late_neither_renews_nor_releases_a_later_one
         Acquire::Granted(_)
     ));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_on_an_old_lease_lives_the_ttl_from_the_acquire_not_from_the_lease_s_grant() {
+    // The driver puts every entry of one TTL on one etcd lease, granted by its first
+    // acquire. A later acquire must keep that lease alive for the TTL from its own send
+    // (a keepalive sent with it): counted from the lease's grant, 1.2 s earlier, the
+    // entry would vanish while its holder still believes in it, and a rival would take
+    // the lock.
+    let cluster = EtcdCluster::start(1);
+    let ttl = Duration::from_secs(2);
+    let beliefs = robit_test_support::kit::Beliefs::default();
+    let on_lost = beliefs.clone();
+    let holder = Mutex::builder("old-lease", driver(&cluster.endpoints()))
+        .ttl(ttl)
+        .watchdog(false)
+        .on_lost(move |_| {
+            on_lost.end("holder");
+        })
+        .build()
+        .unwrap();
+    let rival = Mutex::builder("old-lease", driver(&cluster.endpoints()))
+        .ttl(ttl)
+        .build()
+        .unwrap();
+    holder.lock().await.unwrap().unlock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    let guard = holder.lock().await.unwrap();
+    beliefs.begin("holder");
+    // The rival tries until well past the holder's deadline (no renewals: the holder
+    // believes until its deadline, then is told of the loss).
+    let until = Instant::now() + ttl + Duration::from_secs(1);
+    let mut rival_held = false;
+    while Instant::now() < until {
+        if let Ok(rival_guard) = rival.try_lock().await {
+            beliefs.begin("rival");
+            rival_held = true;
+            rival_guard.unlock().await.unwrap();
+            beliefs.end("rival");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    beliefs.assert_never_two_holders();
+    assert!(rival_held, "the rival never got the expired lock");
+    assert!(!guard.is_held());
+}

@@ -5,7 +5,7 @@ use robit_test_support::kit as common;
 
 use std::time::Duration;
 
-use common::{FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, settle, within};
+use common::{AcquireFault, FaultyDriver, LossLog, RenewFault, TTL, VALIDITY, settle, within};
 use robit::{ConfigError, LocalDriver, LossReason, Mutex, UnlockError};
 use tokio::time::Instant;
 
@@ -105,4 +105,25 @@ fn a_cap_of_zero_is_refused() {
         .build()
         .unwrap_err();
     assert_eq!(refused, ConfigError::ZeroMaxHold);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cap_counts_from_when_lock_returned_not_from_when_the_acquire_was_sent() {
+    // The grant's answer takes 600 ms: `lock()` returns then, and the cap counts from
+    // there (as documented), not from the acquire's send.
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let max = Duration::from_secs(2);
+    let holder = capped(&driver, &log, max);
+    let late = Duration::from_millis(600);
+    driver.set_acquire(AcquireFault::DelayReply(late));
+    let sent = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    let returned = Instant::now();
+    assert_eq!(returned, sent + late);
+    tokio::time::sleep(max - Duration::from_millis(1)).await;
+    assert!(guard.is_held(), "the cap came early: counted from the send");
+    within(TTL, "the loss at the cap", guard.lost()).await;
+    assert_eq!(log.first_at(), Some(returned + max));
+    assert_eq!(log.reasons(), [LossReason::HoldCapReached]);
 }

@@ -7,6 +7,7 @@ mod config;
 mod contention;
 mod driver_contract;
 mod fencing;
+mod force_release;
 mod hold_cap;
 mod inspect;
 mod jeopardy;

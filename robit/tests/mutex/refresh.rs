@@ -341,3 +341,54 @@ async fn a_refresh_that_leaves_exactly_the_jeopardy_time_keeps_the_hold_in_jeopa
     assert!(guard.in_jeopardy());
     assert_eq!(holder.stats().jeopardies, 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_answered_late_counts_from_its_send_not_from_its_answer() {
+    // The backend renews at once and its answer takes 600 ms to come back: the backend
+    // keeps the grant for the TTL from the send, so the new deadline must count from
+    // there, and the time left it reports is what remains of it when the answer lands.
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = manual(&driver, &log);
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let late = Duration::from_millis(600);
+    driver.set_renew(RenewFault::DelayReply(late));
+    let sent = Instant::now();
+    let left = guard.refresh(TTL).await.unwrap();
+    assert_eq!(Instant::now(), sent + late);
+    assert_eq!(guard.deadline(), Some(sent + VALIDITY));
+    assert_eq!(left, VALIDITY - late);
+    within(TTL * 2, "the loss", guard.lost()).await;
+    assert_eq!(log.first_at(), Some(sent + VALIDITY));
+    assert_eq!(log.reasons(), [LossReason::DeadlinePassed]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_refresh_and_a_watchdog_renewal_answered_equally_late_move_the_deadline_alike() {
+    // The same renewal, sent at the same instant and answered 600 ms later, once by hand
+    // and once by the watchdog: both must follow one rule for the new deadline.
+    let late = Duration::from_millis(600);
+    let by_hand = FaultyDriver::new();
+    let log = LossLog::default();
+    let manual = manual(&by_hand, &log);
+    let by_watchdog = FaultyDriver::new();
+    let renewed = Mutex::builder("by-watchdog", by_watchdog.clone())
+        .ttl(TTL)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let (manual_guard, renewed_guard) =
+        (manual.lock().await.unwrap(), renewed.lock().await.unwrap());
+    by_hand.set_renew(RenewFault::DelayReply(late));
+    by_watchdog.set_renew(RenewFault::DelayReply(late));
+    // The watchdog sends its first renewal a renew period (TTL / 3) after the acquire.
+    tokio::time::sleep(TTL / 3).await;
+    let sent = Instant::now();
+    assert_eq!(sent, started + TTL / 3);
+    manual_guard.refresh(TTL).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(renewed.stats().renew_success, 1);
+    assert_eq!(manual_guard.deadline(), Some(sent + VALIDITY));
+    assert_eq!(renewed_guard.deadline(), manual_guard.deadline());
+}

@@ -385,3 +385,34 @@ async fn a_grant_whose_reply_lands_exactly_at_its_deadline_is_given_back_too() {
     assert_eq!(driver.local.len(), 1);
     guard.unlock().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn renewals_go_out_a_period_after_the_last_send_however_late_the_answers_come() {
+    // The acquire's answer and every renewal's take 600 ms. The renew period counts from
+    // each send: renewals go out at 1 s, 2 s, 3 s after the acquire was sent, not a
+    // period after each answer (1.6 s, 3.2 s, …), which would waste 600 ms of slack each
+    // time and leave the lease less room for retries.
+    let late = Duration::from_millis(600);
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    driver.set_acquire(AcquireFault::DelayReply(late));
+    driver.set_renew(RenewFault::DelayReply(late));
+    let sent = Instant::now();
+    let guard = holder.lock().await.unwrap();
+    assert_eq!(Instant::now(), sent + late);
+    let period = TTL / 3;
+    for renewal in 1..=3 {
+        tokio::time::sleep_until(sent + period * renewal + Duration::from_millis(1)).await;
+        assert_eq!(
+            driver.renew_calls(),
+            renewal,
+            "renewal {renewal} not sent on time"
+        );
+    }
+    // Each renewal counted from its send: the third went out at 3 s.
+    tokio::time::sleep_until(sent + period * 3 + late + Duration::from_millis(1)).await;
+    assert_eq!(guard.deadline(), Some(sent + period * 3 + VALIDITY));
+    assert_eq!(log.count(), 0);
+    guard.unlock().await.unwrap();
+}

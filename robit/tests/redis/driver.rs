@@ -24,6 +24,8 @@ use robit::redis::RedisDriver;
 use robit::{Driver, FenceGate, LockError, Mutex};
 use support::{LONG, RedisServer, TTL, driver, request};
 
+use crate::slow_replies::SlowReplies;
+
 async fn pttl(server: &RedisServer, key: &[u8]) -> i64 {
     server.admin().await.pttl(key).await.unwrap()
 }
@@ -408,4 +410,76 @@ async fn a_release_after_its_ttl_leaves_someone_else_s_value_and_its_expiry_alon
     assert_eq!(value, "someone-else");
     let left = pttl(&server, key).await;
     assert!(left > 50_000, "the value's expiry changed: PTTL {left}");
+}
+
+/// A driver reaching `server` through a proxy that can hold its replies back, warmed up
+/// (connected, scripts loaded) while the replies still come at once.
+async fn behind_a_slow_proxy(server: &RedisServer) -> (SlowReplies, RedisDriver) {
+    let proxy = SlowReplies::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap();
+    granted(&driver, &request("warm", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    (proxy, driver)
+}
+
+/// Releases `lease` at `at`, after the key of lock `name` was overwritten with someone
+/// else's value (that expires in a minute), and says whether the release left that value
+/// and its expiry alone.
+async fn release_leaves_a_foreign_value(
+    server: &RedisServer,
+    lease: Arc<dyn robit::driver::Lease>,
+    name: &str,
+    at: tokio::time::Instant,
+) {
+    let key = format!("{{robit}}:lock:{name}");
+    let mut admin = server.admin().await;
+    let _: () = admin.set_ex(&key, "someone-else", 60).await.unwrap();
+    tokio::time::sleep_until(at).await;
+    lease.release().await.unwrap();
+    let value: String = admin.get(&key).await.unwrap();
+    assert_eq!(value, "someone-else");
+    let left = pttl(server, key.as_bytes()).await;
+    assert!(
+        left > 50_000,
+        "the release took the value as its own grant's and put it back without its \
+         expiry (PTTL {left}): it counted its grant's TTL from the answer, not the send"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_answered_late_is_the_lease_s_own_only_for_the_ttl_from_its_send() {
+    // The acquire's answer comes 800 ms after the server granted. The server keeps the
+    // grant for the TTL from when it got the acquire, so past the TTL from the send
+    // the key may hold someone else's value: the release must read before it deletes.
+    // Counted from the answer, the lease would take the key as its own 800 ms too long.
+    let server = RedisServer::start();
+    let (proxy, driver) = behind_a_slow_proxy(&server).await;
+    let late = Duration::from_millis(800);
+    proxy.set_reply_delay(late);
+    let lease = granted(&driver, &request("late", 2)).await;
+    // The acquire went out at least `late` before its answer came.
+    let answered = tokio::time::Instant::now();
+    let at = answered + TTL - late + Duration::from_millis(100);
+    release_leaves_a_foreign_value(&server, lease, "late", at).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_answered_late_makes_the_grant_the_lease_s_own_only_for_the_ttl_from_its_send() {
+    let server = RedisServer::start();
+    let (proxy, driver) = behind_a_slow_proxy(&server).await;
+    let lease = granted(&driver, &request("late", 2)).await;
+    let late = Duration::from_millis(800);
+    proxy.set_reply_delay(late);
+    assert!(matches!(lease.renew(TTL).await.unwrap(), Renewal::Renewed));
+    // The renewal went out at least `late` before its answer came (and the acquire
+    // before that).
+    let answered = tokio::time::Instant::now();
+    let at = answered + TTL - late + Duration::from_millis(100);
+    release_leaves_a_foreign_value(&server, lease, "late", at).await;
 }

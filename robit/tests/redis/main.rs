@@ -21,13 +21,21 @@ mod faults;
 #[cfg(feature = "redis")]
 mod local_handoff;
 #[cfg(feature = "redis")]
+mod lock_delay;
+#[cfg(feature = "redis")]
 mod quarantine;
 #[allow(clippy::unwrap_used, clippy::print_stderr)]
 mod redlock;
+#[allow(clippy::unwrap_used)]
+mod redlock_even;
+#[allow(clippy::unwrap_used)]
+mod redlock_partial;
 #[cfg(feature = "redis")]
 mod replica_acks;
 #[cfg(feature = "redis")]
 mod sentinel;
+#[cfg(feature = "redis")]
+mod slow_replies;
 #[cfg(feature = "redis-tls")]
 mod tls;
 #[cfg(feature = "redis")]

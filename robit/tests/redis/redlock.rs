@@ -11,23 +11,25 @@ use robit::{Driver, Mutex, Wait};
 use robit_test_support::redis::{FaultClients, FreezingProxy, LONG, RedisServer, TTL, request};
 use tokio::time::Instant;
 
-const NAMESPACE: &str = "quorum";
+use crate::slow_replies::SlowReplies;
 
-fn start(count: usize) -> Vec<RedisServer> {
+pub(super) const NAMESPACE: &str = "quorum";
+
+pub(super) fn start(count: usize) -> Vec<RedisServer> {
     (0..count).map(|_| RedisServer::start()).collect()
 }
 
-fn urls(servers: &[RedisServer]) -> Vec<String> {
+pub(super) fn urls(servers: &[RedisServer]) -> Vec<String> {
     servers.iter().map(RedisServer::url).collect()
 }
 
 /// A quorum over `urls`, with commands that time out after 250 ms, so that a fault is
 /// seen quickly, and a 2 s quarantine.
-fn quorum(urls: &[String]) -> RedlockDriver {
+pub(super) fn quorum(urls: &[String]) -> RedlockDriver {
     RedlockDriver::new(urls.iter().map(|url| member(url)).collect()).unwrap()
 }
 
-fn member(url: &str) -> RedisDriver<UrlConnector> {
+pub(super) fn member(url: &str) -> RedisDriver<UrlConnector> {
     RedisDriver::builder(url)
         .namespace(NAMESPACE)
         .command_timeout(Duration::from_millis(250))
@@ -36,7 +38,7 @@ fn member(url: &str) -> RedisDriver<UrlConnector> {
         .unwrap()
 }
 
-async fn lock_key_on(server: &RedisServer, name: &str) -> Option<String> {
+pub(super) async fn lock_key_on(server: &RedisServer, name: &str) -> Option<String> {
     let mut admin = server.admin().await;
     redis::cmd("GET")
         .arg(format!("{{{NAMESPACE}}}:lock:{name}"))
@@ -46,7 +48,11 @@ async fn lock_key_on(server: &RedisServer, name: &str) -> Option<String> {
 }
 
 /// Waits until the number of `servers` holding a key for lock `name` satisfies `until`.
-async fn wait_for_keys(servers: &[RedisServer], name: &str, until: impl Fn(usize) -> bool) {
+pub(super) async fn wait_for_keys(
+    servers: &[RedisServer],
+    name: &str,
+    until: impl Fn(usize) -> bool,
+) {
     let deadline = Instant::now() + LONG;
     loop {
         let mut held = 0;
@@ -258,7 +264,7 @@ async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_server_that_refu
 
 /// Sets the namespace's fencing counter on `server` to `token`, keeping the identity of
 /// the server that wrote it (so that failover detection takes no notice).
-async fn set_counter(server: &RedisServer, token: u64) {
+pub(super) async fn set_counter(server: &RedisServer, token: u64) {
     let mut admin = server.admin().await;
     let key = format!("{{{NAMESPACE}}}:fence");
     // A majority's grant returns before the last server's: that server may create its
@@ -475,4 +481,82 @@ async fn waiters_on_a_quorum_share_the_lock_fairly() {
         counts.iter().all(|&count| count * 2 >= mean),
         "a waiter got less than half the mean: {counts:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quorum_s_validity_counts_from_the_send_not_from_the_majority_s_answers() {
+    // Three servers: one answers at once, one 400 ms late, one 800 ms late. A majority
+    // has granted (or renewed) only once the 400 ms answer is in; every grant was made
+    // after the send, and lives the TTL from there. So the validity deadline of the
+    // acquire, and of each renewal, is at least 400 ms earlier than the TTL's validity
+    // from the majority's answer (or 800 ms from the last member's).
+    let ttl = Duration::from_secs(3);
+    let servers = start(3);
+    let slow = [
+        SlowReplies::start(servers[1].port()).await,
+        SlowReplies::start(servers[2].port()).await,
+    ];
+    let members = [servers[0].url(), slow[0].url(), slow[1].url()]
+        .iter()
+        .map(|url| {
+            RedisDriver::builder(url)
+                .namespace(NAMESPACE)
+                .command_timeout(Duration::from_secs(2))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let mutex = Mutex::builder("late", RedlockDriver::new(members).unwrap())
+        .ttl(ttl)
+        .build()
+        .unwrap();
+    // Connected, scripts loaded, while every answer still comes at once.
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    let majority = Duration::from_millis(400);
+    slow[0].set_reply_delay(majority);
+    slow[1].set_reply_delay(majority * 2);
+    let validity = ttl.mul_f64(1.0 - robit::defaults::DEFAULT_DRIFT_FACTOR)
+        - robit::defaults::DEFAULT_SAFETY_MARGIN;
+
+    let before = Instant::now();
+    let guard = mutex.lock().await.unwrap();
+    let answered = Instant::now();
+    let deadline = guard.deadline().unwrap();
+    assert!(
+        deadline >= before + validity,
+        "validity from before the send"
+    );
+    assert!(
+        deadline + majority <= answered + validity,
+        "the deadline counts from an answer, not the send: {:?} after the majority's \
+         answer",
+        (deadline - validity).saturating_duration_since(answered - majority)
+    );
+
+    // The first renewal, a renew period (TTL / 3) after the acquire's send.
+    let renewed_at = within_long("the first renewal", async {
+        loop {
+            if guard.deadline() != Some(deadline) {
+                return Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    let renewed = guard.deadline().unwrap();
+    assert!(renewed >= deadline + ttl / 3, "the renewal came early");
+    assert!(
+        renewed + majority <= renewed_at + validity,
+        "the renewal's deadline counts from an answer, not its send: {:?} after the \
+         majority's answer",
+        (renewed - validity).saturating_duration_since(renewed_at - majority)
+    );
+    assert!(guard.is_held());
+    guard.unlock().await.unwrap();
+}
+
+async fn within_long<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LONG, future)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not happen within {LONG:?}"))
 }
