@@ -46,8 +46,8 @@ impl<C: Connector> RedisDriver<C> {
         let span = Span::new(request.ttl, request.lock_delay);
         let mut call = self.acquire_call(request, &owner, &span, proposal.is_some());
         let sent = tokio::time::Instant::now();
-        // The script compares the server the namespace was written on with the one this
-        // connection reaches: the argument depends on the connection.
+        // The script compares the server the namespace was written on with the one it
+        // runs on: the argument (read it there, or detection off) is the connection's.
         let current = inner.connection().await?;
         call.arg(current.identity.as_bytes());
         match (&span.text, proposal) {

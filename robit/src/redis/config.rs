@@ -218,9 +218,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
     /// one master. Every client of a namespace must agree: the two lay out their keys
     /// differently (docs/redis.md, "Redis Cluster").
     ///
-    /// In cluster mode the acquire script reads the identity of the node it runs on
-    /// itself, since the cluster client may redirect a call to another node; and a node
-    /// that lacks a script is sent its text.
+    /// In cluster mode a node that lacks a script is sent its text, since the cluster
+    /// client may redirect a call to another node.
     ///
     /// # Example
     ///
@@ -289,9 +288,8 @@ impl<C: Connector> RedisDriverBuilder<C> {
     /// restarted from a snapshot or an AOF. Either may lack the last grants, whose holders
     /// still believe in them. Default on.
     ///
-    /// The driver learns each connection's server (`INFO server replication`, so an ACL
-    /// user needs `+info`) and the acquire script compares it with the one the namespace
-    /// recorded. Every failover and every restart then costs the namespace one quarantine,
+    /// The acquire script reads the server it runs on (`INFO server replication`, so an
+    /// ACL user needs `+info`) and compares it with the one the namespace recorded. Every failover and every restart then costs the namespace one quarantine,
     /// even when no write was lost. Turn it off only where nothing can come back older:
     /// every client of a namespace must use the same setting (docs/redis.md).
     pub fn detect_failover(mut self, on: bool) -> Self {

@@ -28,7 +28,8 @@ pub(super) struct Current<T> {
     /// replacement.
     generation: u64,
     connection: T,
-    /// The server it reaches (`Identity::OFF` when failover detection is off).
+    /// What the acquire sends for its server's identity: `Identity::ASK`, the script
+    /// reads it; `Identity::OFF` when failover detection is off.
     pub(super) identity: Identity,
 }
 
@@ -52,8 +53,8 @@ impl<C: Connector> Inner<C> {
             .map_err(|_| DriverError::Timeout(limit))?
     }
 
-    /// Opens a connection and, unless failover detection is off, learns which server it
-    /// reaches before anything else is sent on it.
+    /// Opens a connection and, unless failover detection is off, checks that its server
+    /// names its run id and replication id before anything else is sent on it.
     async fn connect(&self, limit: Duration) -> Result<Current<C::Connection>, DriverError> {
         // One connection attempt at a time; the others wait and share its result.
         let _connecting = self.connecting.lock().await;
@@ -140,7 +141,7 @@ impl<C: Connector> Inner<C> {
 
     /// Classifies a failure, and drops a broken connection so the next command gets a
     /// fresh one. So too a connection to a server that has become a replica (READONLY):
-    /// the next one may reach the new primary, and learns who it is.
+    /// the next one may reach the new primary.
     fn failed(&self, generation: u64, err: redis::RedisError) -> DriverError {
         if error::breaks_connection(&err) || matches!(err.code(), Some("READONLY" | "UNBLOCKED")) {
             self.replace(generation);

@@ -14,11 +14,12 @@ use super::RedisConfigError;
 /// `redis::aio::PubSub` can both be built over any async stream.
 ///
 /// The driver asks for a new connection whenever the current one breaks, stops
-/// answering, or reaches a server that has become a replica, and learns which server
-/// each new connection reaches before it sends anything else on it (failover detection,
-/// docs/redis.md). So a connection must stay with the server it was opened to: one that
-/// reconnects by itself, possibly to another server (redis-rs's `ConnectionManager`),
-/// would let a failover go unnoticed.
+/// answering, or reaches a server that has become a replica, and readies each new
+/// connection (its scripts loaded, its server checked) before it sends anything else on
+/// it. So a connection should stay with the server it was opened to: one that reconnects
+/// by itself, possibly to another server (redis-rs's `ConnectionManager`), would meet a
+/// server without robit's scripts loaded. Failover detection does not depend on it: the
+/// acquire script reads the identity of the server it runs on (docs/redis.md).
 ///
 /// # Example
 ///

@@ -6,8 +6,8 @@
 //! the lock keys that would keep others out are gone. The fencing counter survives, so
 //! the namespace does not look lost. What changed is the server: the namespace's counter
 //! records the identity of the server that last granted in it (`<token>/<identity>`,
-//! see keys.rs), every acquire sends the identity of the server its connection reaches,
-//! and the acquire script quarantines the namespace when the two differ.
+//! see keys.rs), every acquire reads the identity of the server it runs on, and the
+//! acquire script quarantines the namespace when the two differ.
 //!
 //! The acquire script reads the identity of the server it runs on (`INFO server
 //! replication`, from inside the script), on every call: a connection can outlive a
@@ -25,8 +25,10 @@ use crate::driver::DriverError;
 /// of servers never share an identity by chance.
 const DIGITS: usize = 16;
 
-/// What the acquire script takes: `/<run id digits><replication id digits>`, or nothing
-/// when detection is off. Built on the stack; copied with every call.
+/// What the acquire script takes for the server's identity: [`ASK`](Self::ASK) (read it
+/// there), or nothing when detection is off; the script records it as `/<run id
+/// digits><replication id digits>`, the form [`parse`](Self::parse) checks a server
+/// names. Built on the stack; copied with every call.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) struct Identity {
     bytes: [u8; 1 + 2 * DIGITS],

@@ -339,12 +339,12 @@ async fn a_failback_to_the_old_primary_is_a_failover_too_though_its_run_id_is_th
     fail_over_and_back(false).await;
 }
 
-// Fails: the connection learned the old primary's identity before the failover, and a
-// server's replication id changes under its open connections (REPLICAOF neither closes
-// nor refuses them until a write comes), so the acquire sends the first life's identity,
-// which the old primary's counter — missing the new primary's writes — names too: granted
-// at once while `d` still believes in its grant. Sentinel closes a demoted primary's
-// clients, and cluster mode asks the node itself, so neither is affected.
+/// A connection opened before the failover and idle through it and the failback: a
+/// server's replication id changes under its open connections (REPLICAOF neither closes
+/// nor refuses them until a write comes), so an identity learned when the connection
+/// opened would name the first life, which the old primary's counter — missing the new
+/// primary's writes — names too, and the lock would be granted at once while `d` still
+/// believes in its grant. The acquire script reads the identity itself, on every call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_idle_through_a_failover_and_back_takes_its_server_for_another_life() {
     fail_over_and_back(true).await;

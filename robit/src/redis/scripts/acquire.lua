@@ -2,8 +2,9 @@
 -- a quarantine after state loss.
 --
 -- The uncontended path comes first, before any function is defined (a definition costs
--- every call that reaches it, used or not): TIME, one SET on the lock and one on the
--- fencing counter, with no number turned into text. Everything else follows common.lua,
+-- every call that reaches it, used or not): INFO for the server's identity (with
+-- failover detection on), TIME, one SET on the lock and one on the fencing counter,
+-- with no number turned into text. Everything else follows common.lua,
 -- in acquire_rest.lua.
 --
 -- KEYS[1] lock       see common.lua

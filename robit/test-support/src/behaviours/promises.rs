@@ -3,9 +3,10 @@
 use super::*;
 
 /// **P3.** A hold on a healthy topology is renewed again and again (ten times, on a
-/// 500 ms TTL) without a loss, and stays exclusive throughout.
+/// 1 s TTL: a stall of a few hundred milliseconds on a busy machine is no fault) without
+/// a loss, and stays exclusive throughout.
 pub async fn renewals_keep_a_healthy_hold(topology: &Topology) {
-    let ttl = Duration::from_millis(500);
+    let ttl = Duration::from_secs(1);
     let holder = topology.built("p3", ttl);
     let rival = topology.built("p3", ttl);
     let guard = holder.lock().await.unwrap();
