@@ -235,19 +235,28 @@ impl RedisCluster {
     /// one), as a live node sees them. `paused`, a replica the test froze on purpose,
     /// counts as live even once the others flag it failing (after the node timeout, 1 s,
     /// which a busy machine can let pass before the test gets here).
+    ///
+    /// A busy machine can also delay the nodes' pings past the node timeout, so that a
+    /// live replica is flagged failing for a moment: this waits until one is seen working.
     async fn slots_and_replicas(&self, port: u16, paused: Option<u16>) -> (Vec<Range>, Vec<u16>) {
-        let view = view_of(self.live_node()).await;
-        let master = view.iter().find(|seen| seen.port == port && seen.master);
-        let master = master.unwrap_or_else(|| panic!("no master on port {port}"));
-        let replicas: Vec<u16> = view
-            .iter()
-            .filter(|seen| seen.master_id.as_ref() == Some(&master.id))
-            .filter(|seen| !seen.failing || Some(seen.port) == paused)
-            .map(|seen| seen.port)
-            .filter(|replica| self.node(*replica).is_running())
-            .collect();
-        assert!(!replicas.is_empty(), "{port} has no live replica");
-        (master.slots.clone(), replicas)
+        let what = format!("a live replica of {port}");
+        wait_until(&what, || async {
+            let view = view_of(self.live_node()).await;
+            let master = view.iter().find(|seen| seen.port == port && seen.master);
+            let master = master.unwrap_or_else(|| panic!("no master on port {port}"));
+            let replicas: Vec<u16> = view
+                .iter()
+                .filter(|seen| seen.master_id.as_ref() == Some(&master.id))
+                .filter(|seen| !seen.failing || Some(seen.port) == paused)
+                .map(|seen| seen.port)
+                .filter(|replica| self.node(*replica).is_running())
+                .collect();
+            match replicas.is_empty() {
+                true => Err(format!("{port} has no live replica")),
+                false => Ok((master.slots.clone(), replicas)),
+            }
+        })
+        .await
     }
 
     /// Whether every live node has the cluster ok, and `replicas` of them are replicas in
