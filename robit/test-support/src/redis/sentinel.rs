@@ -3,7 +3,6 @@
 
 #![allow(clippy::print_stderr)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,6 +10,10 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use super::ReplicatedPair;
+use crate::host::{PortTaken, free_port, wait_started};
+
+/// How many free ports a sentinel is tried on before the test fails.
+const ATTEMPTS: usize = 5;
 
 /// The name the sentinels know the primary by.
 pub const MASTER_NAME: &str = "locks";
@@ -122,12 +125,20 @@ impl Sentinels {
 }
 
 impl Sentinel {
+    /// A sentinel on a free port; if another process took the port first, on another.
     fn start(master_port: u16, down_after: Duration) -> Self {
+        for _ in 1..ATTEMPTS {
+            if let Ok(sentinel) = Self::try_start(master_port, down_after) {
+                return sentinel;
+            }
+        }
+        Self::try_start(master_port, down_after)
+            .unwrap_or_else(|_| panic!("no sentinel could listen: every port tried was taken"))
+    }
+
+    fn try_start(master_port: u16, down_after: Duration) -> Result<Self, PortTaken> {
         let dir = tempfile::tempdir().expect("no temp dir");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("no free port")
-            .port();
+        let port = free_port();
         let config = dir.path().join("sentinel.conf");
         let text = format!(
             "port {port}\nbind 127.0.0.1\ndir {dir}\nlogfile {dir}/sentinel.log\n\
@@ -149,13 +160,13 @@ impl Sentinel {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("could not start redis-server --sentinel");
-        let sentinel = Self { port, dir, child };
-        sentinel.wait_ready();
-        sentinel
-    }
-
-    fn wait_ready(&self) {
-        super::server::wait_answering(self.port, "the sentinel", || self.log());
+        let mut sentinel = Self { port, dir, child };
+        let log = sentinel.dir.path().join("sentinel.log");
+        let log = || std::fs::read_to_string(&log).unwrap_or_default();
+        // A sentinel logs the master it monitors once it listens.
+        let ready = |log: &str| log.contains("+monitor master");
+        wait_started(&mut sentinel.child, "the sentinel", log, ready)?;
+        Ok(sentinel)
     }
 
     async fn admin(&self) -> Option<redis::aio::MultiplexedConnection> {

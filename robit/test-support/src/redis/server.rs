@@ -6,15 +6,18 @@
 
 #![allow(clippy::print_stderr)]
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::host::{Certificates, free_port};
+use crate::host::{Certificates, PortTaken, free_port, wait_started};
+
+/// What `redis-server` logs once it listens on every port it was given.
+const READY: &str = "Ready to accept connections";
+
+/// How many sets of free ports a fresh server is tried on before the test fails.
+const ATTEMPTS: usize = 5;
 
 /// A `redis-server` of the test's own; killed on drop, its log printed if the test is failing.
 #[derive(Debug)]
@@ -24,7 +27,6 @@ pub struct RedisServer {
     port: u16,
     args: Vec<String>,
     child: Option<Child>,
-    tls_port: Option<u16>,
     tls_dir: Option<TempDir>,
 }
 
@@ -44,40 +46,72 @@ impl RedisServer {
     /// A node as [`start_cluster_node`](Self::start_cluster_node) starts it, with extra
     /// command-line arguments (`--cluster-node-timeout 1000`, …).
     pub fn start_cluster_node_with(args: &[&str]) -> Self {
-        let bus = free_port().to_string();
-        let mut all = vec!["--cluster-enabled", "yes", "--cluster-port", &bus];
-        all.extend_from_slice(args);
-        Self::start_with(&all)
+        Self::start_on_free_ports(|| {
+            let bus = free_port().to_string();
+            let all = ["--cluster-enabled", "yes", "--cluster-port", &bus];
+            all.iter()
+                .chain(args)
+                .map(|arg| (*arg).to_owned())
+                .collect()
+        })
     }
 
     /// The cluster bus port of a node from [`start_cluster_node`](Self::start_cluster_node),
     /// for `CLUSTER MEET`.
     pub fn cluster_bus_port(&self) -> Option<u16> {
-        let at = self.args.iter().position(|arg| arg == "--cluster-port")?;
-        self.args.get(at + 1)?.parse().ok()
+        self.port_after("--cluster-port")
     }
 
     /// A server with extra command-line arguments (`--requirepass secret`, …).
     pub fn start_with(args: &[&str]) -> Self {
+        Self::start_on_free_ports(|| args.iter().map(|arg| (*arg).to_owned()).collect())
+    }
+
+    /// Starts a server on a free port with the arguments `args()` gives (which may name
+    /// free ports of their own); if another process took one of them first, again on
+    /// others.
+    fn start_on_free_ports(args: impl Fn() -> Vec<String>) -> Self {
         let binary = std::env::var_os("ROBIT_REDIS_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("redis-server"));
-        let port = free_port();
-        let mut server = Self {
-            binary,
-            dir: tempfile::tempdir().expect("no temp dir"),
-            port,
-            args: args.iter().map(|arg| (*arg).to_owned()).collect(),
-            child: None,
-            tls_port: None,
-            tls_dir: None,
-        };
+        for _ in 1..ATTEMPTS {
+            let mut server = Self::new(binary.clone(), args());
+            if server.try_spawn().is_ok() {
+                return server;
+            }
+        }
+        let mut server = Self::new(binary, args());
         server.spawn();
         server
     }
 
+    fn new(binary: PathBuf, args: Vec<String>) -> Self {
+        Self {
+            binary,
+            dir: tempfile::tempdir().expect("no temp dir"),
+            port: free_port(),
+            args,
+            child: None,
+            tls_dir: None,
+        }
+    }
+
+    /// Starts the process on its port, or fails the test with its log.
     fn spawn(&mut self) {
+        if self.try_spawn().is_err() {
+            panic!(
+                "redis-server could not listen: another process holds port {} or one in {:?}\n{}",
+                self.port,
+                self.args,
+                self.log()
+            );
+        }
+    }
+
+    fn try_spawn(&mut self) -> Result<(), PortTaken> {
         let log = self.dir.path().join("redis.log");
+        // The log outlives restarts: the new process is ready when it says so once more.
+        let ready_before = self.log().matches(READY).count();
         let child = Command::new(&self.binary)
             .arg("--port")
             .arg(self.port.to_string())
@@ -98,12 +132,20 @@ impl RedisServer {
                     self.binary.display()
                 )
             });
-        self.child = Some(child);
-        self.wait_ready();
+        let child = self.child.insert(child);
+        let ready = |log: &str| log.matches(READY).count() > ready_before;
+        let log = || std::fs::read_to_string(&log).unwrap_or_default();
+        let started = wait_started(child, "redis-server", log, ready);
+        if started.is_err() {
+            self.child = None;
+        }
+        started
     }
 
-    fn wait_ready(&self) {
-        wait_answering(self.port, "redis-server", || self.log());
+    /// The port that follows `flag` in its arguments.
+    fn port_after(&self, flag: &str) -> Option<u16> {
+        let at = self.args.iter().position(|arg| arg == flag)?;
+        self.args.get(at + 1)?.parse().ok()
     }
 
     /// A server that speaks only TLS, with a certificate for `localhost` signed by a
@@ -117,22 +159,25 @@ impl RedisServer {
             path(&certificates.cert),
             path(&certificates.key),
         );
-        let tls_port = free_port().to_string();
-        let mut all = vec![
-            "--tls-port",
-            &tls_port,
-            "--tls-cert-file",
-            &cert_file,
-            "--tls-key-file",
-            &key_file,
-            "--tls-ca-cert-file",
-            &ca_file,
-            "--tls-auth-clients",
-            "no",
-        ];
-        all.extend_from_slice(args);
-        let mut server = Self::start_with(&all);
-        server.tls_port = tls_port.parse().ok();
+        let mut server = Self::start_on_free_ports(|| {
+            let tls_port = free_port().to_string();
+            let all = [
+                "--tls-port",
+                &tls_port,
+                "--tls-cert-file",
+                &cert_file,
+                "--tls-key-file",
+                &key_file,
+                "--tls-ca-cert-file",
+                &ca_file,
+                "--tls-auth-clients",
+                "no",
+            ];
+            all.iter()
+                .chain(args)
+                .map(|arg| (*arg).to_owned())
+                .collect()
+        });
         server.tls_dir = Some(dir);
         (server, certificates.ca_pem)
     }
@@ -141,7 +186,7 @@ impl RedisServer {
     pub fn tls_url(&self, userinfo: &str) -> String {
         format!(
             "rediss://{userinfo}localhost:{}",
-            self.tls_port.expect("not a TLS server")
+            self.port_after("--tls-port").expect("not a TLS server")
         )
     }
 
@@ -285,19 +330,38 @@ impl Drop for RedisServer {
     }
 }
 
-/// Waits until the process `what` answers on loopback `port` (it may ask for a
-/// password: any answer will do); fails the test with `log()` if it never does.
-/// Readiness polling, not a timing assertion.
-pub(super) fn wait_answering(port: u16, what: &str, log: impl Fn() -> String) {
-    let give_up = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            let mut reply = [0_u8; 1];
-            if stream.write_all(b"PING\r\n").is_ok() && stream.read(&mut reply).is_ok() {
-                return;
-            }
-        }
-        assert!(Instant::now() < give_up, "{what} did not start:\n{}", log());
-        std::thread::sleep(Duration::from_millis(10));
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+    use std::net::TcpListener;
+
+    use super::*;
+
+    #[test]
+    fn a_server_whose_port_another_process_holds_starts_again_on_other_ports() {
+        let holder = TcpListener::bind("127.0.0.1:0").expect("a port");
+        let busy = holder.local_addr().expect("its address").port().to_string();
+        let attempts = Cell::new(0);
+        let server = RedisServer::start_on_free_ports(|| {
+            attempts.set(attempts.get() + 1);
+            let bus = if attempts.get() == 1 {
+                busy.clone()
+            } else {
+                free_port().to_string()
+            };
+            ["--cluster-enabled", "yes", "--cluster-port", &bus]
+                .map(str::to_owned)
+                .to_vec()
+        });
+        assert_eq!(attempts.get(), 2, "the first attempt's bus port was taken");
+        assert!(server.is_running());
+        assert_ne!(server.cluster_bus_port(), busy.parse().ok());
+        let first = server.log().matches(READY).count();
+        assert_eq!(
+            first,
+            1,
+            "the server's own log says it is ready:\n{}",
+            server.log()
+        );
     }
 }
