@@ -1,0 +1,64 @@
+//! What robit says: the text of an error or a loss, as a log shows it, names the cause
+//! and what to do; the `Debug` of a driver's answer, as a failing test prints it, names
+//! the answer and its figures.
+
+use robit_test_support::kit as common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken};
+use robit::{LocalDriver, LockError, LossReason};
+
+#[test]
+fn a_contended_error_says_when_the_other_grant_expires_when_the_backend_said() {
+    let expires_in = Some(Duration::from_millis(1_500));
+    assert_eq!(
+        LockError::Contended { expires_in }.to_string(),
+        "the lock is held by another owner (its grant expires in 1.500s unless renewed); \
+         retry later, or wait with lock()"
+    );
+    assert_eq!(
+        LockError::Contended { expires_in: None }.to_string(),
+        "the lock is held by another owner; retry later, or wait with lock()"
+    );
+}
+
+#[test]
+fn every_loss_reason_says_what_happened_in_words_of_its_own() {
+    let said = [
+        (LossReason::DeadlinePassed, "deadline passed"),
+        (LossReason::NotOwner, "held by someone else"),
+        (LossReason::DriverSignalled, "driver reported"),
+        (LossReason::HoldCapReached, "max_hold"),
+    ];
+    for (reason, words) in &said {
+        let text = reason.to_string();
+        assert!(text.contains(words), "{reason:?} says {text:?}");
+    }
+    let texts: BTreeSet<String> = said.iter().map(|(reason, _)| reason.to_string()).collect();
+    assert_eq!(texts.len(), said.len(), "two reasons read alike: {texts:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_driver_s_answer_shows_its_kind_and_figures_in_debug() {
+    let held = Acquire::Held {
+        expires_in: Some(Duration::from_secs(2)),
+    };
+    assert_eq!(format!("{held:?}"), "Held { expires_in: Some(2s) }");
+    let quarantined = Acquire::Quarantined {
+        left: Duration::from_millis(250),
+    };
+    assert_eq!(format!("{quarantined:?}"), "Quarantined { left: 250ms }");
+    let request = AcquireRequest::new(
+        LockName::from("debug"),
+        OwnerToken::from_u128(1),
+        Duration::from_secs(3),
+    );
+    let lease = common::granted(&LocalDriver::new(), &request).await;
+    let granted = Acquire::Granted(lease);
+    assert!(
+        format!("{granted:?}").starts_with("Granted("),
+        "{granted:?}"
+    );
+}
