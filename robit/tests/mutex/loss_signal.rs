@@ -172,3 +172,24 @@ async fn a_panicking_callback_does_not_stop_the_others_or_the_watchdog() {
     settle().await;
     assert_eq!(driver.live_leases(), 0, "the watchdog did not finish");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_loss_the_driver_reports_early_in_a_hold_goes_out_at_once_even_with_the_watchdog_idle() {
+    // After a hold ends, the watchdog sleeps a renew period before it looks again, and a
+    // hold that starts meanwhile need not wake it, unless its lease can report a loss by
+    // itself (the local driver's reports an eviction): that report must not wait for
+    // the watchdog's next look.
+    let driver = FaultyDriver::new();
+    let log = LossLog::default();
+    let holder = mutex(&driver, &log);
+    holder.lock().await.unwrap().unlock().await.unwrap();
+    settle().await;
+    let guard = holder.lock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(driver.local.evict(holder.name()));
+    let evicted_at = tokio::time::Instant::now();
+    settle().await;
+    assert_eq!(log.reasons(), vec![LossReason::DriverSignalled]);
+    assert_eq!(log.first_at(), Some(evicted_at));
+    assert!(!guard.is_held());
+}

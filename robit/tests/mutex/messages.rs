@@ -7,7 +7,7 @@ use robit_test_support::kit as common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken};
+use robit::driver::{Acquire, AcquireRequest, Inspection, LockName, OwnerToken};
 use robit::{LocalDriver, LockError, LossReason};
 
 #[test]
@@ -61,4 +61,13 @@ async fn a_driver_s_answer_shows_its_kind_and_figures_in_debug() {
         format!("{granted:?}").starts_with("Granted("),
         "{granted:?}"
     );
+}
+
+#[test]
+fn an_inspection_says_how_many_wait_when_any_do() {
+    let mut seen = Inspection::free();
+    seen.waiters = 2;
+    assert!(seen.to_string().ends_with(", 2 waiting"), "{seen}");
+    seen.waiters = 0;
+    assert!(!seen.to_string().contains("waiting"), "{seen}");
 }
