@@ -92,3 +92,18 @@ impl fmt::Debug for LockName {
         write!(f, "LockName(\"{self}\")")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_gives_back_the_bytes_it_was_made_of_however_it_is_asked() {
+        for bytes in [&b"orders/42"[..], b"\xff\x00"] {
+            let name = LockName::from(bytes);
+            assert_eq!(name.as_bytes(), bytes);
+            assert_eq!(AsRef::<[u8]>::as_ref(&name), bytes);
+            assert_eq!(LockName::from(bytes.to_vec()), name);
+        }
+    }
+}
