@@ -106,4 +106,12 @@ mod tests {
             assert_eq!(LockName::from(bytes.to_vec()), name);
         }
     }
+
+    #[test]
+    fn a_name_shows_in_debug_as_its_escaped_text() {
+        assert_eq!(
+            format!("{:?}", LockName::from(&b"orders/\x07\xff"[..])),
+            "LockName(\"orders/\\u{7}\\xff\")"
+        );
+    }
 }
