@@ -328,8 +328,13 @@ const LONG_TTL: Duration = Duration::from_secs(8);
 /// With detection off, the TTL is longer still: the holder's renewals (every TTL/3, and
 /// after a failure every quarter of what is left) then reach the promoted replica well
 /// after the others' grants, so that the overlap the detection prevents shows every time.
-/// Without a quarantine, the others need not wait for one.
-const UNDETECTED_TTL: Duration = Duration::from_secs(20);
+/// Without a quarantine, the others need not wait for one: they contend until one of
+/// them is granted the lock, for at most [`UNDETECTED_CONTENTION`], which is well before
+/// the holder's first renewal even on a busy machine.
+const UNDETECTED_TTL: Duration = Duration::from_secs(60);
+
+/// How long the others contend at most, with detection off, for a grant after the fault.
+const UNDETECTED_CONTENTION: Duration = Duration::from_secs(10);
 
 /// `a` locks while the replica of the lock's master is stopped and cut off from it (the
 /// master closed the replication link), so that its grant never reaches the replica; the
@@ -356,8 +361,13 @@ async fn lagging_master_death(
     let _a = clients.holder("a").await;
     let fault = Instant::now();
     cluster.kill_master_resuming(master, Some(replica)).await;
-    let quarantine = if detect { LONG_TTL } else { Duration::ZERO };
-    clients.contend(quarantine + Duration::from_secs(3)).await;
+    if detect {
+        clients.contend(LONG_TTL + Duration::from_secs(3)).await;
+    } else {
+        clients
+            .contend_until_granted(fault, UNDETECTED_CONTENTION)
+            .await;
+    }
     (clients, fault)
 }
 

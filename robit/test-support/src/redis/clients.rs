@@ -124,6 +124,16 @@ impl<D: Driver> FaultClients<D> {
         }
     }
 
+    /// `b` and `c` contend as in [`contend`](Self::contend) until one of them has been
+    /// granted the lock since `since`, or for `limit` at most: a test that needs a grant
+    /// after a fault waits for it, not for a guess at how long a busy machine takes.
+    pub async fn contend_until_granted(&self, since: Instant, limit: Duration) {
+        let give_up = Instant::now() + limit;
+        while self.beliefs.first_begun_after(since).is_none() && Instant::now() < give_up {
+            self.contend(Duration::from_millis(500)).await;
+        }
+    }
+
     /// When `who` was told of a loss, and why, if it was.
     pub fn loss_of(&self, who: &str) -> Option<(Instant, LossReason)> {
         let losses = self.losses.lock().unwrap();
