@@ -7,7 +7,7 @@ use robit_test_support::kit as common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use robit::driver::{Acquire, AcquireRequest, Inspection, LockName, OwnerToken};
+use robit::driver::{Acquire, AcquireRequest, Inspection, LockName, OwnerToken, ReleaseWatch};
 use robit::{LocalDriver, LockError, LossReason};
 
 #[test]
@@ -70,4 +70,16 @@ fn an_inspection_says_how_many_wait_when_any_do() {
     assert!(seen.to_string().ends_with(", 2 waiting"), "{seen}");
     seen.waiters = 0;
     assert!(!seen.to_string().contains("waiting"), "{seen}");
+}
+
+#[test]
+fn a_release_watch_shows_whether_it_can_ever_notify() {
+    assert_eq!(
+        format!("{:?}", ReleaseWatch::new(async {})),
+        "ReleaseWatch { notifies: true }"
+    );
+    assert_eq!(
+        format!("{:?}", ReleaseWatch::never()),
+        "ReleaseWatch { notifies: false }"
+    );
 }
