@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use robit::driver::{Acquire, AcquireRequest, Inspection, LockName, OwnerToken, ReleaseWatch};
-use robit::{LocalDriver, LockError, LossReason};
+use robit::{LocalDriver, LockError, LossReason, Mutex};
 
 #[test]
 fn a_contended_error_says_when_the_other_grant_expires_when_the_backend_said() {
@@ -82,4 +82,13 @@ fn a_release_watch_shows_whether_it_can_ever_notify() {
         format!("{:?}", ReleaseWatch::never()),
         "ReleaseWatch { notifies: false }"
     );
+}
+
+#[test]
+fn a_mutex_builder_shows_its_lock_and_settings_in_debug() {
+    let builder = Mutex::builder("orders", LocalDriver::new()).ttl(Duration::from_secs(7));
+    let shown = format!("{builder:?}");
+    assert!(shown.starts_with("MutexBuilder {"), "{shown}");
+    assert!(shown.contains("name: LockName(\"orders\")"), "{shown}");
+    assert!(shown.contains("ttl: 7s"), "{shown}");
 }
