@@ -92,3 +92,17 @@ fn a_mutex_builder_shows_its_lock_and_settings_in_debug() {
     assert!(shown.contains("name: LockName(\"orders\")"), "{shown}");
     assert!(shown.contains("ttl: 7s"), "{shown}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_guard_shows_its_lock_its_token_and_whether_it_holds_in_debug() {
+    let mutex = Mutex::builder("orders", LocalDriver::new())
+        .build()
+        .unwrap();
+    let guard = mutex.lock().await.unwrap();
+    let shown = format!("{guard:?}");
+    assert!(shown.starts_with("Guard {"), "{shown}");
+    assert!(shown.contains("lock: LockName(\"orders\")"), "{shown}");
+    assert!(shown.contains(&format!("{:?}", guard.fence())), "{shown}");
+    assert!(shown.contains("held: true"), "{shown}");
+    guard.unlock().await.unwrap();
+}
