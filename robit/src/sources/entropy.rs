@@ -213,4 +213,45 @@ mod tests {
             "the sequences drifted apart"
         );
     }
+
+    /// A source that always draws the same bits.
+    #[derive(Debug)]
+    struct Constant(u64);
+
+    impl Entropy for Constant {
+        fn next_u64(&self) -> u64 {
+            self.0
+        }
+    }
+
+    #[test]
+    fn a_jitter_draw_spans_zero_to_its_bound_in_proportion() {
+        assert_eq!(Constant(0).below_or_equal(10), 0);
+        assert_eq!(Constant(u64::MAX).below_or_equal(10), 10);
+        assert_eq!(Constant(1 << 63).below_or_equal(10), 5);
+        assert_eq!(Constant(u64::MAX).below_or_equal(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn the_os_source_draws_differ_between_draws_and_between_sources() {
+        let entropy = OsEntropy::new();
+        assert_ne!(entropy.next_u64(), entropy.next_u64());
+        assert_ne!(entropy.next_u128(), entropy.next_u128());
+        assert_ne!(OsEntropy::new().next_u64(), entropy.next_u64());
+    }
+
+    #[test]
+    fn the_fallback_seed_differs_between_chunks_and_between_calls() {
+        assert_ne!(fallback_u64(0), fallback_u64(1));
+        assert_ne!(fallback_u64(0), fallback_u64(0));
+    }
+
+    #[test]
+    fn the_sources_show_their_kind_but_not_their_state_in_debug() {
+        assert_eq!(format!("{:?}", OsEntropy::new()), "OsEntropy { .. }");
+        assert_eq!(
+            format!("{:?}", SeededEntropy::new(1)),
+            "SeededEntropy { .. }"
+        );
+    }
 }
