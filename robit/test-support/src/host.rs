@@ -80,6 +80,20 @@ fn seed() -> u64 {
 #[derive(Debug)]
 pub(crate) struct PortTaken;
 
+/// How many sets of free ports a fresh server is tried on before the test fails.
+const ATTEMPTS: usize = 5;
+
+/// Starts the server `what` with `start`, which picks free ports of its own; if another
+/// process took one of them first, again on others, and fails the test after a few.
+pub(crate) fn on_free_ports<T>(what: &str, mut start: impl FnMut() -> Result<T, PortTaken>) -> T {
+    for _ in 0..ATTEMPTS {
+        if let Ok(started) = start() {
+            return started;
+        }
+    }
+    panic!("{what} could not listen: every set of free ports tried ({ATTEMPTS}) was taken")
+}
+
 /// Waits until the server `what`, just spawned as `child`, is ready: `ready` holds for
 /// its log, as `log()` reads it. Readiness polling, not a timing assertion: the log,
 /// not a connection to the port, because another process may answer on a port this

@@ -10,10 +10,7 @@ use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
 use super::ReplicatedPair;
-use crate::host::{PortTaken, free_port, wait_started};
-
-/// How many free ports a sentinel is tried on before the test fails.
-const ATTEMPTS: usize = 5;
+use crate::host::{PortTaken, free_port, on_free_ports, wait_started};
 
 /// The name the sentinels know the primary by.
 pub const MASTER_NAME: &str = "locks";
@@ -127,13 +124,7 @@ impl Sentinels {
 impl Sentinel {
     /// A sentinel on a free port; if another process took the port first, on another.
     fn start(master_port: u16, down_after: Duration) -> Self {
-        for _ in 1..ATTEMPTS {
-            if let Ok(sentinel) = Self::try_start(master_port, down_after) {
-                return sentinel;
-            }
-        }
-        Self::try_start(master_port, down_after)
-            .unwrap_or_else(|_| panic!("no sentinel could listen: every port tried was taken"))
+        on_free_ports("the sentinel", || Self::try_start(master_port, down_after))
     }
 
     fn try_start(master_port: u16, down_after: Duration) -> Result<Self, PortTaken> {

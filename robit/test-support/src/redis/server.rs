@@ -11,13 +11,10 @@ use std::process::{Child, Command, Stdio};
 
 use tempfile::TempDir;
 
-use crate::host::{Certificates, PortTaken, free_port, wait_started};
+use crate::host::{Certificates, PortTaken, free_port, on_free_ports, wait_started};
 
 /// What `redis-server` logs once it listens on every port it was given.
 const READY: &str = "Ready to accept connections";
-
-/// How many sets of free ports a fresh server is tried on before the test fails.
-const ATTEMPTS: usize = 5;
 
 /// A `redis-server` of the test's own; killed on drop, its log printed if the test is failing.
 #[derive(Debug)]
@@ -74,15 +71,10 @@ impl RedisServer {
         let binary = std::env::var_os("ROBIT_REDIS_SERVER")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("redis-server"));
-        for _ in 1..ATTEMPTS {
+        on_free_ports("redis-server", || {
             let mut server = Self::new(binary.clone(), args());
-            if server.try_spawn().is_ok() {
-                return server;
-            }
-        }
-        let mut server = Self::new(binary, args());
-        server.spawn();
-        server
+            server.try_spawn().map(|()| server)
+        })
     }
 
     fn new(binary: PathBuf, args: Vec<String>) -> Self {
