@@ -27,7 +27,10 @@ use tokio::time::Instant;
 const QUARANTINE: Duration = Duration::from_secs(5);
 
 /// A cluster-mode driver for `cluster`, with the failover detection as given.
-fn cluster_driver(cluster: &RedisCluster, detect: bool) -> RedisDriver<ClusterConnector> {
+pub(super) fn cluster_driver(
+    cluster: &RedisCluster,
+    detect: bool,
+) -> RedisDriver<ClusterConnector> {
     let urls = cluster.urls();
     let urls: Vec<&str> = urls.iter().map(String::as_str).collect();
     RedisDriver::cluster(&urls)
@@ -237,35 +240,6 @@ async fn a_node_that_lost_its_scripts_is_sent_them_in_full_and_no_script_load_go
     }
     // Each master that served a lock was sent acquire and release in full once.
     assert!(evals > 0, "no EVAL reached any master");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn after_the_grant_that_created_a_namespace_no_bucket_looks_lost() {
-    // The grant that creates the namespace creates every bucket's counter before it
-    // returns: the locks that follow, in any bucket, find theirs, and none is taken for
-    // lost state (the process has seen the namespace now, so a missing one would be).
-    let cluster = RedisCluster::start(3, 0).await;
-    let driver = cluster_driver(&cluster, true);
-    granted(&driver, &request("first", 1))
-        .await
-        .release()
-        .await
-        .expect("a release");
-    let answers: Vec<_> = (0..200)
-        .map(|i| {
-            let driver = driver.clone();
-            tokio::spawn(async move { driver.acquire(&request(&format!("next-{i}"), 1)).await })
-        })
-        .collect();
-    for answer in answers {
-        let answer = answer.await.expect("the task");
-        assert!(matches!(answer, Ok(Acquire::Granted(_))), "{answer:?}");
-    }
-    let mut counters = 0;
-    for port in cluster.master_ports().await {
-        counters += cluster.keys_on(port, "{robit:*}:fence").await.len();
-    }
-    assert_eq!(counters, 1024);
 }
 
 /// `a`, holding the lock when the fault struck, renews it for three TTLs on whichever
