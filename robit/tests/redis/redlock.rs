@@ -296,6 +296,10 @@ pub(super) async fn set_counter(server: &RedisServer, token: u64) {
 
 /// Grants `name` to a fresh driver (another process, as it were: it has seen no token)
 /// while `paused` is frozen, so that the other two servers make the quorum.
+///
+/// Returns once no server holds the lock. The frozen server runs the acquire it was sent
+/// when it wakes, after the driver gave up on it: a grant nobody will release, which
+/// lives out its TTL and would refuse the next quorum (one server of two).
 async fn token_without(servers: &[RedisServer], paused: usize, who: u128) -> u64 {
     servers[paused].pause();
     let driver = quorum(&urls(servers));
@@ -305,6 +309,12 @@ async fn token_without(servers: &[RedisServer], paused: usize, who: u128) -> u64
         panic!("not granted: {answer:?}");
     };
     lease.release().await.unwrap();
+    // A command on a new connection runs after what the woken server had received.
+    let _: () = redis::cmd("PING")
+        .query_async(&mut servers[paused].admin().await)
+        .await
+        .unwrap();
+    wait_for_keys(servers, "ledger", |held| held == 0).await;
     lease.fence().get()
 }
 
