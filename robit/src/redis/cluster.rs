@@ -223,3 +223,31 @@ impl RedisDriver<ClusterConnector> {
         RedisDriverBuilder::new(ClusterConnector::new(nodes)).cluster_mode()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn its_debug_output_names_the_nodes_but_not_their_password() -> Result<(), RedisConfigError> {
+        let connector = ClusterConnector::new(&[
+            "redis://app:s3cret@10.0.0.1:7000",
+            "redis://app:s3cret@10.0.0.2:7000",
+        ])?;
+        let debug = format!("{connector:?}");
+        assert!(debug.starts_with("ClusterConnector("), "{debug}");
+        assert!(debug.contains("10.0.0.1:7000"), "{debug}");
+        assert!(debug.contains("10.0.0.2:7000"), "{debug}");
+        assert!(!debug.contains("s3cret"), "{debug}");
+        Ok(())
+    }
+
+    /// A connection to a node whose host is gone is closed by the kernel: no test here
+    /// drops packets, so the setting itself is what is checked.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn its_connections_are_closed_by_the_kernel_once_data_goes_unacknowledged_for_10_s() {
+        assert_eq!(tcp_settings().user_timeout(), Some(UNACKNOWLEDGED));
+        assert_eq!(UNACKNOWLEDGED, Duration::from_secs(10));
+    }
+}
