@@ -239,6 +239,10 @@ mod tests {
         assert!(debug.contains("10.0.0.1:7000"), "{debug}");
         assert!(debug.contains("10.0.0.2:7000"), "{debug}");
         assert!(!debug.contains("s3cret"), "{debug}");
+        // What errors and logs name the cluster by.
+        let described = connector.describe();
+        assert!(described.starts_with("the cluster of "), "{described}");
+        assert!(debug.contains(&described), "{debug}");
         Ok(())
     }
 

@@ -149,3 +149,28 @@ impl RedisDriver<SentinelConnector> {
         RedisDriverBuilder::new(SentinelConnector::new(master, sentinels))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn it_is_described_by_its_master_and_sentinels_without_their_password()
+    -> Result<(), RedisConfigError> {
+        let connector = SentinelConnector::new(
+            "locks",
+            &["redis://:s3cret@10.0.0.1:26379", "redis://10.0.0.2:26379"],
+        )?;
+        // What errors and logs name the master by, and the Debug output.
+        let described = connector.describe();
+        let debug = format!("{connector:?}");
+        for text in [&described, &debug] {
+            assert!(text.contains("locks"), "{text}");
+            assert!(text.contains("10.0.0.1:26379"), "{text}");
+            assert!(text.contains("10.0.0.2:26379"), "{text}");
+            assert!(!text.contains("s3cret"), "{text}");
+        }
+        assert!(debug.starts_with("SentinelConnector("), "{debug}");
+        Ok(())
+    }
+}
