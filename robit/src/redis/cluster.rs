@@ -144,6 +144,12 @@ fn tcp_settings() -> redis::io::tcp::TcpSettings {
     settings
 }
 
+/// The seed nodes' indexes in the order the subscription's attempt number `attempt`
+/// tries them: each once, from one further along than the attempt before.
+fn seed_order(attempt: usize, nodes: usize) -> impl Iterator<Item = usize> {
+    (0..nodes).map(move |at| (attempt % nodes + at) % nodes)
+}
+
 /// How long the subscription waits for one seed node before it tries the next.
 const SUBSCRIBE_WITHIN: Duration = Duration::from_secs(2);
 
@@ -174,8 +180,8 @@ impl Connector for ClusterConnector {
     async fn subscriber(&self) -> RedisResult<PubSub> {
         let first = self.next_subscriber.fetch_add(1, Ordering::Relaxed);
         let mut failure = None;
-        for at in 0..self.nodes.len() {
-            let node = &self.nodes[(first + at) % self.nodes.len()];
+        for at in seed_order(first, self.nodes.len()) {
+            let node = &self.nodes[at];
             match tokio::time::timeout(SUBSCRIBE_WITHIN, node.get_async_pubsub()).await {
                 Ok(Ok(subscriber)) => return Ok(subscriber),
                 Ok(Err(err)) => failure = Some(err),
@@ -244,6 +250,18 @@ mod tests {
         assert!(described.starts_with("the cluster of "), "{described}");
         assert!(debug.contains(&described), "{debug}");
         Ok(())
+    }
+
+    #[test]
+    fn each_subscription_attempt_tries_every_seed_once_from_one_further_along() {
+        let order = |attempt| seed_order(attempt, 3).collect::<Vec<_>>();
+        assert_eq!(order(0), [0, 1, 2]);
+        assert_eq!(order(1), [1, 2, 0]);
+        assert_eq!(order(2), [2, 0, 1]);
+        assert_eq!(order(3), [0, 1, 2]);
+        // The attempt counter wraps around without a panic or a skipped seed.
+        assert_eq!(seed_order(usize::MAX, 3).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(seed_order(7, 1).collect::<Vec<_>>(), [0]);
     }
 
     /// A connection to a node whose host is gone is closed by the kernel: no test here
