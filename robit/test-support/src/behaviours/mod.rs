@@ -28,7 +28,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use robit::driver::{Acquire, AcquireRequest, Lease, LockName, LockState, OwnerToken, Renewal};
+use robit::driver::{
+    Acquire, AcquireRequest, DriverError, Lease, LockName, LockState, OwnerToken, Renewal,
+};
 use robit::{
     ConfigError, Driver, FenceToken, Guard, Jeopardy, LockError, LossReason, Mutex, MutexBuilder,
     UnlockError, Wait,
@@ -220,6 +222,28 @@ async fn eventually<T, F: Future<Output = Option<T>>>(
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+/// The first answer to `operation` that is not a transient error, within `LONG`. A
+/// connection can break while idle (on a busy machine, a keepalive of the etcd
+/// client's goes unanswered in time), and a transient error is no answer: the driver's
+/// callers, the watchdog and the mutex, try again too. Any other error fails the check.
+async fn answered<T, F: Future<Output = Result<T, DriverError>>>(
+    topology: &Topology,
+    what: &str,
+    operation: impl Fn() -> F,
+) -> T {
+    eventually(topology, LONG, what, || async {
+        match operation().await {
+            Ok(answer) => Some(answer),
+            Err(err) if err.is_transient() => {
+                eprintln!("{}: {what}: {err}; trying again", topology.name);
+                None
+            }
+            Err(err) => panic!("{}: {what}: {err}", topology.name),
+        }
+    })
+    .await
 }
 
 /// Whether a single try for `mutex` is refused because the lock is held (not an error).

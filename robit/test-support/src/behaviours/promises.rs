@@ -92,13 +92,13 @@ pub async fn a_late_release_leaves_a_later_grant_alone(topology: &Topology) {
     .await;
     assert!(later.fence() > early.fence(), "{}", topology.name);
     assert_eq!(
-        early.renew(ttl).await.unwrap(),
+        answered(topology, "a late renewal", || early.renew(ttl)).await,
         Renewal::Lost,
         "{}: a late renewal",
         topology.name
     );
-    early.release().await.unwrap();
-    early.release().await.unwrap();
+    answered(topology, "a late release", || early.release()).await;
+    answered(topology, "a late release again", || early.release()).await;
     let seen = later_driver.inspect(&LockName::from(name)).await.unwrap();
     assert_eq!(
         (seen.state, seen.holder),
