@@ -260,7 +260,7 @@ impl RedisCluster {
     }
 
     /// Whether every live node has the cluster ok, and `replicas` of them are replicas in
-    /// sync with their masters; if not, what is missing.
+    /// sync with their masters, as every live node sees; if not, what is missing.
     async fn formed(&self, replicas: usize) -> Result<(), String> {
         let mut in_sync = 0;
         for node in self.live() {
@@ -269,6 +269,20 @@ impl RedisCluster {
             if field(&info, "role") == Some("slave") {
                 linked(node.port(), &info)?;
                 in_sync += 1;
+            }
+            // A replica knows its role before the others hear of it: until they have,
+            // a node's view can list it as a master (and its copy of the keys as a
+            // master's own).
+            let seen = view_of(node)
+                .await
+                .iter()
+                .filter(|seen| !seen.master)
+                .count();
+            if seen != replicas {
+                return Err(format!(
+                    "{} sees {seen} of {replicas} replicas",
+                    node.port()
+                ));
             }
         }
         let missing = || format!("{in_sync} of {replicas} replicas in sync");
