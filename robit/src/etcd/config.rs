@@ -368,4 +368,17 @@ mod tests {
         );
         assert!(printed.contains("robit"), "{printed}");
     }
+
+    #[test]
+    fn a_built_driver_prints_its_settings_but_not_its_password() -> Result<(), EtcdConfigError> {
+        let driver = EtcdDriver::builder(["http://127.0.0.1:2379"])
+            .user("robit", "hunter2")
+            .build()?;
+        let printed = format!("{driver:?}");
+        assert!(printed.starts_with("EtcdDriver {"), "{printed}");
+        assert!(printed.contains("127.0.0.1:2379"), "{printed}");
+        assert!(printed.contains("robit"), "{printed}");
+        assert!(!printed.contains("hunter2"), "{printed}");
+        Ok(())
+    }
 }
