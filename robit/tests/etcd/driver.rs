@@ -344,3 +344,45 @@ async fn a_grant_on_an_old_lease_lives_the_ttl_from_the_acquire_not_from_the_lea
     assert!(rival_held, "the rival never got the expired lock");
     assert!(!guard.is_held());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a_new_one() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap();
+    // The driver's lease, granted with a first lock, then revoked behind its back: the
+    // next acquire's write, on a name nobody holds, names a lease etcd no longer has.
+    let request =
+        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
+    let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
+        panic!("the first lock was not granted");
+    };
+    first.release().await.unwrap();
+    let old: Vec<i64> = admin
+        .leases()
+        .await
+        .unwrap()
+        .leases()
+        .iter()
+        .map(|lease| lease.id())
+        .collect();
+    assert_eq!(old.len(), 1, "{old:?}");
+    admin.lease_revoke(old[0]).await.unwrap();
+    let answer = driver.acquire(&request("second")).await;
+    let Ok(Acquire::Granted(second)) = answer else {
+        panic!("an acquire on a revoked lease was not granted on a new one: {answer:?}");
+    };
+    assert_eq!(second.renew(FAULT_TTL).await.unwrap(), Renewal::Renewed);
+    let now: Vec<i64> = admin
+        .leases()
+        .await
+        .unwrap()
+        .leases()
+        .iter()
+        .map(|lease| lease.id())
+        .collect();
+    assert!(!now.is_empty() && !now.contains(&old[0]), "{now:?}");
+    second.release().await.unwrap();
+}
