@@ -1,13 +1,15 @@
 //! The etcd driver's queue against a real three-member etcd cluster of the test's own
 //! (`--features etcd`): waiters with a driver each share the lock fairly, and keep their
-//! turns and increasing tokens while the history they watch is compacted under them.
+//! turns and increasing tokens while the history they watch is compacted under them; a
+//! waiter that polls slowly keeps its place between its attempts.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use etcd_client::CompactionOptions;
+use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Renewal, Waiter};
 use robit::etcd::EtcdDriver;
-use robit::{Mutex, Wait};
+use robit::{Driver, Mutex, Wait};
 use robit_test_support::etcd::EtcdCluster;
 use robit_test_support::kit::Beliefs;
 use robit_test_support::redis::LONG;
@@ -138,4 +140,42 @@ async fn waiters_keep_their_turns_while_the_history_they_watch_is_compacted() {
             pair[0].1
         );
     }
+}
+
+/// A waiter that polls every 2 s keeps its entry, and so its place in the queue, for four
+/// of its poll intervals after an attempt, though the driver sweeps the entries of
+/// callers that went away at every renewal meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_polls_slowly_keeps_its_place_between_its_attempts() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let name = LockName::from("job");
+    let ttl = Duration::from_secs(5);
+    let holding = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), ttl);
+    let Acquire::Granted(holder) = driver.acquire(&holding).await.unwrap() else {
+        panic!("the holder was not granted");
+    };
+    let poll = Duration::from_secs(2);
+    let waiting = AcquireRequest::new(name.clone(), OwnerToken::from_u128(2), ttl)
+        .with_waiter(Waiter::new(2, poll));
+    let answer = driver.acquire(&waiting).await.unwrap();
+    assert!(matches!(answer, Acquire::Held { .. }), "{answer:?}");
+    // A poll interval and more goes by without the waiter's next attempt; each renewal
+    // sweeps what is past its time.
+    let until = Instant::now() + poll + Duration::from_millis(500);
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(holder.renew(ttl).await.unwrap(), Renewal::Renewed);
+    }
+    let seen = driver.inspect(&name).await.unwrap();
+    assert_eq!(
+        seen.waiters, 1,
+        "the slow waiter's entry was swept: {seen:?}"
+    );
+    holder.release().await.unwrap();
+    let answer = driver.acquire(&waiting).await.unwrap();
+    let Acquire::Granted(next) = answer else {
+        panic!("the waiter lost its turn: {answer:?}");
+    };
+    next.release().await.unwrap();
 }
