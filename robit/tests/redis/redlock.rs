@@ -387,9 +387,9 @@ async fn a_holder_keeps_its_lease_while_one_of_three_servers_is_frozen() {
         clients.loss_of("a").is_none(),
         "a lost its lease to one frozen server"
     );
-    clients.beliefs.end("a");
+    let let_go = clients.beliefs.end("a");
     a.unlock().await.unwrap();
-    clients.contend(Duration::from_secs(1)).await;
+    clients.contend_until_granted(let_go, LONG).await;
     clients.assert_safe_and_live("one of three servers frozen", fault);
 }
 
@@ -416,9 +416,9 @@ async fn a_server_restarted_without_its_data_is_quarantined_alone() {
         clients.loss_of("a").is_none(),
         "a lost its lease to one server's restart"
     );
-    clients.beliefs.end("a");
+    let let_go = clients.beliefs.end("a");
     a.unlock().await.unwrap();
-    clients.contend(Duration::from_secs(1)).await;
+    clients.contend_until_granted(let_go, LONG).await;
     clients.assert_safe_and_live("one of three servers restarted empty", fault);
 }
 
