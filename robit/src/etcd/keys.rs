@@ -113,6 +113,21 @@ mod tests {
     }
 
     #[test]
+    fn only_a_waiter_s_or_a_try_s_entry_of_32_hex_digits_is_one_of_robit_s() {
+        let prefix = prefix("ns", &LockName::from("jobs"));
+        let with = |rest: &str| [prefix.as_slice(), rest.as_bytes()].concat();
+        let digits = "0123456789abcdef0123456789ABCDEF";
+        assert!(is_entry(&prefix, &with(&format!("w{digits}"))));
+        assert!(is_entry(&prefix, &with(&format!("t{digits}"))));
+        // Another kind of key under the prefix, each way it can differ.
+        assert!(!is_entry(&prefix, &with(&format!("x{digits}"))));
+        assert!(!is_entry(&prefix, &with(&format!("w{digits}0"))));
+        assert!(!is_entry(&prefix, &with(&format!("w{}", &digits[1..]))));
+        assert!(!is_entry(&prefix, &with(&format!("w{}g", &digits[1..]))));
+        assert!(!is_entry(&prefix, &with(&format!("x{}g", &digits[1..]))));
+    }
+
+    #[test]
     fn a_waiter_keeps_its_entry_across_attempts_and_a_try_has_its_owner_s() {
         let prefix = prefix("ns", &LockName::from("jobs"));
         let waiting = entry(&prefix, &request("jobs", Some(7)));
