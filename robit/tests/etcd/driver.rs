@@ -386,3 +386,25 @@ async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a
     assert!(!now.is_empty() && !now.contains(&old[0]), "{now:?}");
     second.release().await.unwrap();
 }
+
+/// A release is safe to send twice, and nobody sends it again for the caller: when its
+/// endpoint stops answering, it goes once more, to the next endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_endpoint_stops_answering_is_sent_again_to_the_next() {
+    let cluster = EtcdCluster::start(1);
+    let proxy = FreezingProxy::start(cluster.client_port(0)).await;
+    let direct = cluster.endpoints()[0].clone();
+    let driver = driver(&[format!("http://127.0.0.1:{}", proxy.port()), direct]);
+    let name = LockName::from("job");
+    let request = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), FAULT_TTL * 5);
+    let Acquire::Granted(lease) = driver.acquire(&request).await.unwrap() else {
+        panic!("not granted through the first endpoint");
+    };
+    proxy.freeze();
+    lease
+        .release()
+        .await
+        .expect("the release, sent again to the next endpoint");
+    let seen = driver.inspect(&name).await.unwrap();
+    assert_eq!(seen.state, LockState::Free, "{seen:?}");
+}
