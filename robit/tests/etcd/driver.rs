@@ -16,7 +16,7 @@ use tokio::time::Instant;
 
 /// A driver on `endpoints` whose requests time out after 500 ms and whose connections
 /// are pinged every 250 ms, so that a fault is seen quickly.
-fn driver(endpoints: &[String]) -> EtcdDriver {
+pub(super) fn driver(endpoints: &[String]) -> EtcdDriver {
     EtcdDriver::builder(endpoints.to_vec())
         .request_timeout(Duration::from_millis(500))
         .health_check(Duration::from_millis(250))
@@ -343,68 +343,4 @@ async fn a_grant_on_an_old_lease_lives_the_ttl_from_the_acquire_not_from_the_lea
     beliefs.assert_never_two_holders();
     assert!(rival_held, "the rival never got the expired lock");
     assert!(!guard.is_held());
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a_new_one() {
-    let cluster = EtcdCluster::start(1);
-    let driver = driver(&cluster.endpoints());
-    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
-        .await
-        .unwrap();
-    // The driver's lease, granted with a first lock, then revoked behind its back: the
-    // next acquire's write, on a name nobody holds, names a lease etcd no longer has.
-    let request =
-        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
-    let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
-        panic!("the first lock was not granted");
-    };
-    first.release().await.unwrap();
-    let old: Vec<i64> = admin
-        .leases()
-        .await
-        .unwrap()
-        .leases()
-        .iter()
-        .map(|lease| lease.id())
-        .collect();
-    assert_eq!(old.len(), 1, "{old:?}");
-    admin.lease_revoke(old[0]).await.unwrap();
-    let answer = driver.acquire(&request("second")).await;
-    let Ok(Acquire::Granted(second)) = answer else {
-        panic!("an acquire on a revoked lease was not granted on a new one: {answer:?}");
-    };
-    assert_eq!(second.renew(FAULT_TTL).await.unwrap(), Renewal::Renewed);
-    let now: Vec<i64> = admin
-        .leases()
-        .await
-        .unwrap()
-        .leases()
-        .iter()
-        .map(|lease| lease.id())
-        .collect();
-    assert!(!now.is_empty() && !now.contains(&old[0]), "{now:?}");
-    second.release().await.unwrap();
-}
-
-/// A release is safe to send twice, and nobody sends it again for the caller: when its
-/// endpoint stops answering, it goes once more, to the next endpoint.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_release_whose_endpoint_stops_answering_is_sent_again_to_the_next() {
-    let cluster = EtcdCluster::start(1);
-    let proxy = FreezingProxy::start(cluster.client_port(0)).await;
-    let direct = cluster.endpoints()[0].clone();
-    let driver = driver(&[format!("http://127.0.0.1:{}", proxy.port()), direct]);
-    let name = LockName::from("job");
-    let request = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), FAULT_TTL * 5);
-    let Acquire::Granted(lease) = driver.acquire(&request).await.unwrap() else {
-        panic!("not granted through the first endpoint");
-    };
-    proxy.freeze();
-    lease
-        .release()
-        .await
-        .expect("the release, sent again to the next endpoint");
-    let seen = driver.inspect(&name).await.unwrap();
-    assert_eq!(seen.state, LockState::Free, "{seen:?}");
 }

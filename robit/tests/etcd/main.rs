@@ -13,3 +13,6 @@ mod queue;
 #[cfg(feature = "etcd")]
 #[allow(clippy::unwrap_used, clippy::print_stderr)]
 mod races;
+#[cfg(feature = "etcd")]
+#[allow(clippy::unwrap_used)]
+mod recovery;

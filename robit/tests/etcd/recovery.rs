@@ -1,0 +1,133 @@
+//! What the etcd driver recovers from by itself, against a real etcd member of the
+//! test's own (`--features etcd`): its lease revoked behind its back, an endpoint that
+//! stops answering in the middle of a release, and entries nobody owns any more whose
+//! deletion fails for a while.
+
+use robit::Driver;
+use robit::driver::{Acquire, AcquireRequest, LockName, LockState, OwnerToken, Renewal};
+use robit_test_support::etcd::EtcdCluster;
+use robit_test_support::kit::Captured;
+use robit_test_support::redis::{FAULT_TTL, FreezingProxy, LONG};
+use tokio::time::Instant;
+
+use super::driver::driver;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a_new_one() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap();
+    // The driver's lease, granted with a first lock, then revoked behind its back: the
+    // next acquire's write, on a name nobody holds, names a lease etcd no longer has.
+    let request =
+        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
+    let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
+        panic!("the first lock was not granted");
+    };
+    first.release().await.unwrap();
+    let old: Vec<i64> = admin
+        .leases()
+        .await
+        .unwrap()
+        .leases()
+        .iter()
+        .map(|lease| lease.id())
+        .collect();
+    assert_eq!(old.len(), 1, "{old:?}");
+    admin.lease_revoke(old[0]).await.unwrap();
+    let answer = driver.acquire(&request("second")).await;
+    let Ok(Acquire::Granted(second)) = answer else {
+        panic!("an acquire on a revoked lease was not granted on a new one: {answer:?}");
+    };
+    assert_eq!(second.renew(FAULT_TTL).await.unwrap(), Renewal::Renewed);
+    let now: Vec<i64> = admin
+        .leases()
+        .await
+        .unwrap()
+        .leases()
+        .iter()
+        .map(|lease| lease.id())
+        .collect();
+    assert!(!now.is_empty() && !now.contains(&old[0]), "{now:?}");
+    second.release().await.unwrap();
+}
+
+/// A release is safe to send twice, and nobody sends it again for the caller: when its
+/// endpoint stops answering, it goes once more, to the next endpoint.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_whose_endpoint_stops_answering_is_sent_again_to_the_next() {
+    let cluster = EtcdCluster::start(1);
+    let proxy = FreezingProxy::start(cluster.client_port(0)).await;
+    let direct = cluster.endpoints()[0].clone();
+    let driver = driver(&[format!("http://127.0.0.1:{}", proxy.port()), direct]);
+    let name = LockName::from("job");
+    let request = AcquireRequest::new(name.clone(), OwnerToken::from_u128(1), FAULT_TTL * 5);
+    let Acquire::Granted(lease) = driver.acquire(&request).await.unwrap() else {
+        panic!("not granted through the first endpoint");
+    };
+    proxy.freeze();
+    lease
+        .release()
+        .await
+        .expect("the release, sent again to the next endpoint");
+    let seen = driver.inspect(&name).await.unwrap();
+    assert_eq!(seen.state, LockState::Free, "{seen:?}");
+}
+
+/// An entry nobody owns any more (its release failed) is deleted by the driver's next
+/// calls; while those deletes fail, that is logged once, and once more when they work
+/// again: not at every call.
+#[tokio::test]
+async fn failing_to_sweep_a_forgotten_entry_is_logged_once_until_it_works_again() {
+    let cluster = EtcdCluster::start(1);
+    let proxy = FreezingProxy::start(cluster.client_port(0)).await;
+    let driver = driver(&[format!("http://127.0.0.1:{}", proxy.port())]);
+    let request = |name: &str| {
+        AcquireRequest::new(
+            LockName::from(name),
+            OwnerToken::from_u128(1),
+            FAULT_TTL * 5,
+        )
+    };
+    let Acquire::Granted(lease) = driver.acquire(&request("forgotten")).await.unwrap() else {
+        panic!("not granted");
+    };
+    let captured = Captured::default();
+    let logs = captured.install();
+    let warnings = || {
+        let lines = captured.lines();
+        let count = |text: &str| lines.iter().filter(|line| line.contains(text)).count();
+        (count("could not delete lock entries"), count("swept again"))
+    };
+    proxy.freeze();
+    assert!(
+        lease.release().await.is_err(),
+        "a release through a frozen link"
+    );
+    for attempt in 1..=3 {
+        assert!(
+            driver.acquire(&request("other")).await.is_err(),
+            "attempt {attempt}"
+        );
+        assert_eq!(warnings(), (1, 0), "after {attempt} failed sweeps");
+    }
+    proxy.thaw();
+    // The connection the freeze broke is replaced by the next call.
+    let deadline = Instant::now() + LONG;
+    while !matches!(
+        driver.acquire(&request("other")).await,
+        Ok(Acquire::Granted(_))
+    ) {
+        assert!(Instant::now() < deadline, "never granted after the thaw");
+    }
+    drop(logs);
+    assert_eq!(warnings(), (1, 1), "{:#?}", captured.lines());
+    let seen = driver.inspect(&LockName::from("forgotten")).await.unwrap();
+    assert_eq!(
+        seen.state,
+        LockState::Free,
+        "the forgotten entry was not swept: {seen:?}"
+    );
+}
