@@ -24,6 +24,14 @@ pub(super) fn driver(endpoints: &[String]) -> EtcdDriver {
         .unwrap()
 }
 
+/// The ids of the leases etcd has now, in order.
+pub(super) async fn lease_ids(admin: &mut etcd_client::Client) -> Vec<i64> {
+    let leases = admin.leases().await.unwrap();
+    let mut ids: Vec<i64> = leases.leases().iter().map(|lease| lease.id()).collect();
+    ids.sort_unstable();
+    ids
+}
+
 fn clients(cluster: &EtcdCluster) -> FaultClients<EtcdDriver> {
     let endpoints = cluster.endpoints();
     FaultClients::new(move || driver(&endpoints))

@@ -22,6 +22,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use super::driver::lease_ids;
+
 /// Every lock's TTL here: long enough that no lease lapses during a test.
 const TTL: Duration = Duration::from_secs(5);
 
@@ -265,28 +267,13 @@ async fn neither_an_acquire_nor_a_renewal_counts_when_its_keepalive_finds_the_le
     let mut admin = admin(&cluster).await;
     let (first, second) = (driver(&endpoints), driver(&endpoints));
     let name = LockName::from("job");
-    let leases = |admin: &mut etcd_client::Client| {
-        let mut admin = admin.clone();
-        async move {
-            let mut ids: Vec<i64> = admin
-                .leases()
-                .await
-                .unwrap()
-                .leases()
-                .iter()
-                .map(|lease| lease.id())
-                .collect();
-            ids.sort_unstable();
-            ids
-        }
-    };
     // `second`'s lease, granted by a lock taken and released.
     let warm = granted(&second, &trying(&LockName::from("warm"), 1)).await;
     warm.release().await.unwrap();
-    let seconds = leases(&mut admin).await;
+    let seconds = lease_ids(&mut admin).await;
     let request = waiting(&name, 9, 0);
     let _on_first = granted(&first, &request).await;
-    let firsts: Vec<i64> = leases(&mut admin)
+    let firsts: Vec<i64> = lease_ids(&mut admin)
         .await
         .into_iter()
         .filter(|id| !seconds.contains(id))
@@ -303,7 +290,7 @@ async fn neither_an_acquire_nor_a_renewal_counts_when_its_keepalive_finds_the_le
         "granted on a lease its keepalive found gone"
     );
     // Now that lease goes too; the entry stays, on `first`'s lease, as the grant's.
-    for id in leases(&mut admin).await {
+    for id in lease_ids(&mut admin).await {
         if !firsts.contains(&id) {
             admin.lease_revoke(id).await.unwrap();
         }

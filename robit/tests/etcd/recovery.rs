@@ -10,7 +10,7 @@ use robit_test_support::kit::Captured;
 use robit_test_support::redis::{FAULT_TTL, FreezingProxy, LONG};
 use tokio::time::Instant;
 
-use super::driver::driver;
+use super::driver::{driver, lease_ids};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a_new_one() {
@@ -27,14 +27,7 @@ async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a
         panic!("the first lock was not granted");
     };
     first.release().await.unwrap();
-    let old: Vec<i64> = admin
-        .leases()
-        .await
-        .unwrap()
-        .leases()
-        .iter()
-        .map(|lease| lease.id())
-        .collect();
+    let old: Vec<i64> = lease_ids(&mut admin).await;
     assert_eq!(old.len(), 1, "{old:?}");
     admin.lease_revoke(old[0]).await.unwrap();
     let answer = driver.acquire(&request("second")).await;
@@ -42,14 +35,7 @@ async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a
         panic!("an acquire on a revoked lease was not granted on a new one: {answer:?}");
     };
     assert_eq!(second.renew(FAULT_TTL).await.unwrap(), Renewal::Renewed);
-    let now: Vec<i64> = admin
-        .leases()
-        .await
-        .unwrap()
-        .leases()
-        .iter()
-        .map(|lease| lease.id())
-        .collect();
+    let now: Vec<i64> = lease_ids(&mut admin).await;
     assert!(!now.is_empty() && !now.contains(&old[0]), "{now:?}");
     second.release().await.unwrap();
 }
