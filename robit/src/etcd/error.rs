@@ -35,6 +35,15 @@ pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
         Error::GRpcStatus(status) if status.message().contains("authentication failed") => {
             permanent("check the user and password", err)
         }
+        Error::GRpcStatus(status)
+            if status.message().contains("request is too large")
+                || status.message().contains("larger than max") =>
+        {
+            permanent(
+                "the lock name is too long for etcd's request limit (--max-request-bytes); use a shorter one",
+                err,
+            )
+        }
         Error::GRpcStatus(status) => match status.code() {
             Code::Unauthenticated => permanent("check the user and password", err),
             Code::PermissionDenied => permanent(
@@ -108,6 +117,17 @@ mod tests {
             (
                 status(Code::PermissionDenied, "etcdserver: permission denied"),
                 "grant the user read and write",
+            ),
+            (
+                status(Code::InvalidArgument, "etcdserver: request is too large"),
+                "the lock name is too long",
+            ),
+            (
+                status(
+                    Code::ResourceExhausted,
+                    "grpc: received message larger than max (5100160 vs. 2097152)",
+                ),
+                "the lock name is too long",
             ),
             (
                 status(Code::InvalidArgument, "etcdserver: too many operations"),

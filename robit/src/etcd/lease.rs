@@ -108,3 +108,39 @@ impl Lease for EtcdLease {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::etcd::EtcdDriver;
+
+    fn lease() -> EtcdLease {
+        let driver = EtcdDriver::builder(["127.0.0.1:1"]).build().unwrap();
+        EtcdLease {
+            shared: Arc::clone(&driver.shared),
+            key: b"robit/job/0042".to_vec(),
+            value: b"secret-owner".to_vec(),
+            fence: FenceToken::new(17),
+            lease: 694,
+            seconds: 30,
+        }
+    }
+
+    #[test]
+    fn a_grant_shows_its_key_its_fence_and_its_etcd_lease() {
+        let shown = format!("{:?}", lease());
+        for part in ["EtcdLease", "robit/job/0042", "17", "694"] {
+            assert!(shown.contains(part), "{part} is missing from {shown}");
+        }
+    }
+
+    /// etcd tells nobody that a lease lapsed: the Mutex learns of a loss from the
+    /// renewals, so a hold shorter than its first renewal needs no watchdog at all.
+    #[tokio::test(start_paused = true)]
+    async fn a_grant_says_it_never_signals_a_loss_since_it_cannot() {
+        let lease = lease();
+        assert!(!lease.signals_loss());
+        let heard = tokio::time::timeout(Duration::from_secs(3600), lease.lost()).await;
+        assert!(heard.is_err(), "the grant signalled a loss");
+    }
+}

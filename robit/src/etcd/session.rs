@@ -78,7 +78,7 @@ impl Session {
 
     /// The connection to the current endpoint, made (and authenticated) on first use.
     pub(super) async fn client(&self) -> Result<Link, DriverError> {
-        let index = self.current.load(Ordering::Relaxed) % self.clients.len();
+        let index = self.index();
         let endpoint = &self.settings.endpoints[index];
         let cell = Arc::clone(
             &self.clients[index]
@@ -96,6 +96,11 @@ impl Session {
             index,
             client: client.clone(),
         })
+    }
+
+    /// The endpoint requests go to now.
+    fn index(&self) -> usize {
+        self.current.load(Ordering::Relaxed) % self.clients.len()
     }
 
     /// `err`, met on endpoint `index`, as a [`DriverError`]; if retrying can help, the
@@ -206,7 +211,67 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicU32;
+
+    use tonic::Status;
+
     use super::*;
+    use crate::etcd::EtcdDriver;
+
+    /// A driver on three endpoints nothing listens on: no test here reaches them.
+    fn driver() -> EtcdDriver {
+        EtcdDriver::builder(["127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"])
+            .build()
+            .unwrap()
+    }
+
+    fn unavailable() -> Error {
+        Error::GRpcStatus(Status::unavailable("etcd is down"))
+    }
+
+    #[test]
+    fn each_failure_that_retrying_can_help_moves_on_to_the_next_endpoint_in_turn() {
+        let driver = driver();
+        let session = &driver.shared.session;
+        let mut seen = vec![session.index()];
+        for _ in 0..4 {
+            let _ = session.failed(session.index(), "testing", unavailable());
+            seen.push(session.index());
+        }
+        assert_eq!(seen, [0, 1, 2, 0, 1]);
+        // A failure that retrying cannot help stays where it is.
+        let refused = Error::GRpcStatus(Status::permission_denied("no"));
+        let _ = session.failed(session.index(), "testing", refused);
+        assert_eq!(session.index(), 1);
+        // A late failure on an endpoint already left behind does not move the driver.
+        let _ = session.failed(0, "testing", unavailable());
+        assert_eq!(session.index(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_request_that_nobody_repeats_is_tried_twice_at_most_once_on_each_endpoint() {
+        let driver = driver();
+        let session = &driver.shared.session;
+        let tries = AtomicU32::new(0);
+        let answer: Result<(), _> = session
+            .twice("testing", |_| {
+                tries.fetch_add(1, Ordering::Relaxed);
+                async { Err(unavailable()) }
+            })
+            .await;
+        assert!(answer.unwrap_err().is_transient());
+        assert_eq!((tries.load(Ordering::Relaxed), session.index()), (2, 2));
+        // Not again when retrying cannot help.
+        tries.store(0, Ordering::Relaxed);
+        let answer: Result<(), _> = session
+            .twice("testing", |_| {
+                tries.fetch_add(1, Ordering::Relaxed);
+                async { Err(Error::GRpcStatus(Status::permission_denied("no"))) }
+            })
+            .await;
+        assert!(!answer.unwrap_err().is_transient());
+        assert_eq!((tries.load(Ordering::Relaxed), session.index()), (1, 2));
+    }
 
     #[test]
     fn a_lease_is_the_ttl_rounded_up_to_whole_seconds() {

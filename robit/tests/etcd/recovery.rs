@@ -40,6 +40,37 @@ async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a
     second.release().await.unwrap();
 }
 
+/// A request etcd refuses for itself, not for its lease, is the caller's error, with
+/// etcd's reason, and costs the driver nothing: no lease replaced, the next lock granted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_that_etcd_refuses_fails_with_its_reason_and_keeps_the_driver_s_lease() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap();
+    let request =
+        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
+    let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
+        panic!("the first lock was not granted");
+    };
+    let before = lease_ids(&mut admin).await;
+    // Its entry's request is larger than the 1.5 MiB etcd accepts by default, though
+    // not than the 2 MiB its gRPC server reads.
+    let huge = "n".repeat(560_000);
+    let err = driver.acquire(&request(&huge)).await.unwrap_err();
+    assert!(
+        !err.is_transient() && err.to_string().contains("too large"),
+        "{err}"
+    );
+    assert_eq!(lease_ids(&mut admin).await, before);
+    let Acquire::Granted(second) = driver.acquire(&request("second")).await.unwrap() else {
+        panic!("the next lock was not granted");
+    };
+    second.release().await.unwrap();
+    first.release().await.unwrap();
+}
+
 /// A release is safe to send twice, and nobody sends it again for the caller: when its
 /// endpoint stops answering, it goes once more, to the next endpoint.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
