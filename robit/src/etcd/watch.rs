@@ -113,3 +113,50 @@ async fn gone(shared: &Shared, key: Vec<u8>, revision: i64) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::driver::{LockName, OwnerToken, Waiter};
+
+    fn request(waiter: Option<u128>) -> AcquireRequest {
+        let request = AcquireRequest::new(
+            LockName::from("job"),
+            OwnerToken::from_u128(1),
+            Duration::from_secs(5),
+        );
+        match waiter {
+            Some(id) => request.with_waiter(Waiter::new(id, Duration::from_secs(1))),
+            None => request,
+        }
+    }
+
+    #[test]
+    fn a_waiter_is_remembered_until_it_is_served_and_then_forgotten() {
+        let waiting = Waiting::default();
+        let (first, second) = (request(Some(7)), request(Some(8)));
+        waiting.queued_at(&first, 41);
+        waiting.ahead_of(&first, Some((b"ahead".to_vec(), 40)));
+        waiting.queued_at(&second, 42);
+        assert_eq!(waiting.revision(&first), Some(41));
+        // What it waits for is taken once, by the watch of its next attempt.
+        assert_eq!(waiting.take(7), Some(Some((b"ahead".to_vec(), 40))));
+        assert_eq!(waiting.take(7), None);
+        waiting.served(&first);
+        assert_eq!(waiting.revision(&first), None);
+        assert_eq!(
+            waiting.waiters().len(),
+            1,
+            "the served waiter is still kept"
+        );
+        assert_eq!(waiting.revision(&second), Some(42));
+        // A single try is no waiter: nothing is kept for it.
+        let single = request(None);
+        waiting.queued_at(&single, 43);
+        waiting.ahead_of(&single, None);
+        assert_eq!(waiting.revision(&single), None);
+        assert_eq!(waiting.waiters().len(), 1);
+    }
+}

@@ -1,13 +1,14 @@
 //! The etcd driver's queue against a real three-member etcd cluster of the test's own
 //! (`--features etcd`): waiters with a driver each share the lock fairly, and keep their
 //! turns and increasing tokens while the history they watch is compacted under them; a
-//! waiter that polls slowly keeps its place between its attempts.
+//! waiter that polls slowly keeps its place between its attempts; only the waiter
+//! directly behind a release wakes.
 
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use etcd_client::CompactionOptions;
-use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Renewal, Waiter};
+use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, ReleaseWatch, Renewal, Waiter};
 use robit::etcd::EtcdDriver;
 use robit::{Driver, Mutex, Wait};
 use robit_test_support::etcd::EtcdCluster;
@@ -178,4 +179,64 @@ async fn a_waiter_that_polls_slowly_keeps_its_place_between_its_attempts() {
         panic!("the waiter lost its turn: {answer:?}");
     };
     next.release().await.unwrap();
+}
+
+/// Whether `watch` completes within half a second.
+async fn wakes_soon(watch: &mut ReleaseWatch) -> bool {
+    tokio::time::timeout(Duration::from_millis(500), watch)
+        .await
+        .is_ok()
+}
+
+/// A waiter's watch wakes it when the entry just ahead of it goes, and not before: not
+/// while the lock is held, and not when a release further ahead leaves its own turn to
+/// come. Its poll interval (a minute) is far longer than the test, so only the watch can
+/// wake it in time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_waiter_directly_behind_a_release_wakes_and_only_then() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let name = LockName::from("job");
+    let ttl = Duration::from_secs(10);
+    let request = |owner: u128| {
+        AcquireRequest::new(name.clone(), OwnerToken::from_u128(owner), ttl)
+            .with_waiter(Waiter::new(owner, Duration::from_secs(60)))
+    };
+    let Acquire::Granted(holder) = driver.acquire(&request(1)).await.unwrap() else {
+        panic!("the holder was not granted");
+    };
+    let (first, second) = (request(2), request(3));
+    for waiter in [&first, &second] {
+        let answer = driver.acquire(waiter).await.unwrap();
+        assert!(matches!(answer, Acquire::Held { .. }), "{answer:?}");
+    }
+    let mut first_woken = driver.watch_release(&first);
+    let mut second_woken = driver.watch_release(&second);
+    assert!(
+        !wakes_soon(&mut first_woken).await,
+        "woken while the lock is held"
+    );
+    assert!(
+        !wakes_soon(&mut second_woken).await,
+        "woken while the lock is held"
+    );
+    holder.release().await.unwrap();
+    tokio::time::timeout(LONG, &mut first_woken)
+        .await
+        .expect("the first waiter was not woken by the release ahead of it");
+    assert!(
+        !wakes_soon(&mut second_woken).await,
+        "the second waiter woke while the first is still ahead of it"
+    );
+    let Acquire::Granted(next) = driver.acquire(&first).await.unwrap() else {
+        panic!("the first waiter, woken, was not granted");
+    };
+    next.release().await.unwrap();
+    tokio::time::timeout(LONG, &mut second_woken)
+        .await
+        .expect("the second waiter was not woken by the release ahead of it");
+    let Acquire::Granted(last) = driver.acquire(&second).await.unwrap() else {
+        panic!("the second waiter, woken, was not granted");
+    };
+    last.release().await.unwrap();
 }
