@@ -184,3 +184,96 @@ impl StatsCells {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const URLS: [&str; 3] = [
+        "redis://:s3cret@10.0.0.1",
+        "redis://:s3cret@10.0.0.2",
+        "redis://:s3cret@10.0.0.3",
+    ];
+
+    fn server(url: &str, namespace: &str) -> RedisDriver {
+        RedisDriver::builder(url)
+            .namespace(namespace)
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn every_server_is_built_with_the_shared_settings() {
+        let driver = RedlockDriver::builder(URLS)
+            .configure(|server| server.namespace("billing"))
+            .build()
+            .unwrap();
+        let namespaces: Vec<&str> = driver
+            .inner
+            .servers
+            .iter()
+            .map(|server| server.inner.settings.namespace.as_str())
+            .collect();
+        assert_eq!(namespaces, ["billing"; 3]);
+    }
+
+    #[test]
+    fn a_quorum_of_three_distinct_servers_of_one_namespace_is_the_smallest_accepted() {
+        let three = URLS.map(|url| server(url, "jobs")).to_vec();
+        assert!(RedlockDriver::new(three.clone()).is_ok());
+        assert!(matches!(
+            RedlockDriver::new(three[..2].to_vec()),
+            Err(RedisConfigError::QuorumTooSmall { servers: 2 })
+        ));
+        let mut other = three.clone();
+        other[2] = server(URLS[2], "billing");
+        let err = RedlockDriver::new(other).unwrap_err();
+        assert!(
+            matches!(&err, RedisConfigError::QuorumNamespaces { first, other }
+                if first == "jobs" && other == "billing"),
+            "{err:?}"
+        );
+        let mut cluster = three;
+        cluster[1] = RedisDriver::builder(URLS[1])
+            .namespace("jobs")
+            .cluster_mode()
+            .build()
+            .unwrap();
+        let err = RedlockDriver::new(cluster).unwrap_err();
+        assert!(
+            matches!(&err, RedisConfigError::QuorumOfCluster { server } if server.contains("10.0.0.2")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn a_quorum_and_its_builder_show_their_servers_but_no_password() {
+        let builder = RedlockDriver::builder(URLS);
+        let shown = format!("{builder:?}");
+        assert!(shown.contains("servers: 3"), "{shown}");
+        let driver = builder.build().unwrap();
+        let shown = format!("{driver:?}");
+        for host in ["10.0.0.1", "10.0.0.2", "10.0.0.3"] {
+            assert!(shown.contains(host), "{host} is missing from {shown}");
+        }
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn the_counters_count_attempts_grants_splits_and_raised_tokens() {
+        let cells = StatsCells::default();
+        cells.attempt(true, false);
+        cells.attempt(false, true);
+        cells.attempt(false, false);
+        cells.raised();
+        assert_eq!(
+            cells.read(),
+            QuorumStats {
+                attempts: 3,
+                granted: 1,
+                split: 1,
+                raised: 1
+            }
+        );
+    }
+}
