@@ -2,7 +2,8 @@
 //! (`--features etcd`): grants, queueing and waking, fencing across a restart of the
 //! whole cluster, and faults — the leader killed, a member frozen, the holder's link
 //! frozen, the lease revoked — with every belief interval checked for overlap; users,
-//! passwords and TLS. Sharing the lock among waiters is in `etcd/queue.rs`.
+//! passwords and TLS; keys robit did not write. Sharing the lock among waiters is in
+//! `etcd/queue.rs`.
 
 use std::time::Duration;
 
@@ -351,4 +352,32 @@ async fn a_grant_on_an_old_lease_lives_the_ttl_from_the_acquire_not_from_the_lea
     beliefs.assert_never_two_holders();
     assert!(rival_held, "the rival never got the expired lock");
     assert!(!guard.is_held());
+}
+
+/// A key at the head of a lock's queue that robit did not write is reported as foreign,
+/// whether its name is not an entry's or its value is not an owner's: inspection names
+/// no holder it cannot vouch for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_headed_by_a_key_robit_did_not_write_is_inspected_as_foreign() {
+    let cluster = EtcdCluster::start(1);
+    let driver = driver(&cluster.endpoints());
+    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap();
+    let name = LockName::from("job");
+    let owner = format!("{:08x}{:032x}", 1, 7);
+    let entry = format!("robit/3:job/t{:032x}", 7);
+    for (key, value) in [
+        (entry.as_str(), "written by hand"),
+        ("robit/3:job/note", owner.as_str()),
+    ] {
+        admin.put(key, value, None).await.unwrap();
+        let seen = driver.inspect(&name).await.unwrap();
+        assert_eq!(
+            (seen.state, seen.holder),
+            (LockState::Foreign, None),
+            "{key} = {value}: {seen:?}"
+        );
+        admin.delete(key, None).await.unwrap();
+    }
 }
