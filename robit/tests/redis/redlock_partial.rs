@@ -1,9 +1,10 @@
 //! Quorum operations that fail on some servers only: what a release answers when some
 //! members' releases fail (fewer than a majority freed: an error naming the shortfall; a
 //! majority freed: done, the rest expire at their TTL), and a renewal that errors on a
-//! minority while a majority renews (the lease goes on). On three servers and on four,
-//! with members stopped (their calls fail at once, before the others answer) or cut off
-//! behind a frozen proxy (their calls time out, after the others answered).
+//! minority while a majority renews (the lease goes on); a ping that some servers miss.
+//! On three servers and on four, with members stopped (their calls fail at once, before
+//! the others answer) or cut off behind a frozen proxy (their calls time out, after the
+//! others answered).
 
 use std::time::Duration;
 
@@ -203,4 +204,18 @@ async fn a_holder_keeps_its_lease_while_one_of_three_servers_is_stopped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_holder_keeps_its_lease_while_one_of_four_servers_is_stopped() {
     a_holder_keeps_its_lease_with_one_stopped(4).await;
+}
+
+/// A ping, like every quorum operation, is answered once a majority answers: a stopped
+/// server of three leaves it answered; two leave it failed, with their error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_is_answered_while_a_majority_answers_and_fails_with_the_error_otherwise() {
+    let mut servers = start(3);
+    let driver = quorum(&urls(&servers));
+    driver.ping().await.expect("all three answer");
+    servers[0].stop();
+    driver.ping().await.expect("two of three answer");
+    servers[1].stop();
+    let err = driver.ping().await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
 }

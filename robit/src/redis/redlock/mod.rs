@@ -277,3 +277,30 @@ impl<C: Connector> Inner<C> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proposal_is_one_past_the_last_token_and_never_past_what_lua_compares_exactly() {
+        let driver =
+            RedlockDriver::builder(["redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3"])
+                .build()
+                .unwrap();
+        let inner = &driver.inner;
+        assert_eq!(inner.proposal().unwrap(), 1);
+        inner.last_token.store(41, Ordering::Relaxed);
+        assert_eq!(inner.proposal().unwrap(), 42);
+        inner.last_token.store((1 << 53) - 2, Ordering::Relaxed);
+        assert_eq!(inner.proposal().unwrap(), (1 << 53) - 1);
+        for last in [(1 << 53) - 1, u64::MAX] {
+            inner.last_token.store(last, Ordering::Relaxed);
+            let err = inner.proposal().unwrap_err();
+            assert!(
+                !err.is_transient() && err.to_string().contains("2^53"),
+                "{err}"
+            );
+        }
+    }
+}
