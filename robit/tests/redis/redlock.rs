@@ -93,6 +93,15 @@ async fn a_lock_is_held_on_every_server_and_a_release_frees_them_all() {
     assert_eq!(seen.state, LockState::Free);
     let stats = driver.stats();
     assert_eq!((stats.attempts, stats.granted, stats.split), (1, 1, 0));
+    // With every server's counter at one value, the next grant's tokens are all equal,
+    // and need no raise.
+    for server in &servers {
+        set_counter(server, 1_000).await;
+    }
+    let raised = stats.raised;
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    let stats = driver.stats();
+    assert_eq!((stats.granted, stats.raised), (2, raised), "{stats:?}");
 }
 
 #[tokio::test]
@@ -226,7 +235,7 @@ async fn split_vote_on_fresh_servers() -> bool {
     true
 }
 
-async fn queued_on(server: &RedisServer, name: &str) -> usize {
+pub(super) async fn queued_on(server: &RedisServer, name: &str) -> usize {
     let mut admin = server.admin().await;
     redis::cmd("LLEN")
         .arg(format!("{{{NAMESPACE}}}:queue:{name}"))

@@ -1,18 +1,26 @@
 //! Quorum operations that fail on some servers only: what a release answers when some
 //! members' releases fail (fewer than a majority freed: an error naming the shortfall; a
 //! majority freed: done, the rest expire at their TTL), and a renewal that errors on a
-//! minority while a majority renews (the lease goes on); a ping that some servers miss.
+//! minority while a majority renews (the lease goes on); an operator's calls that some
+//! servers miss; a grant lost before its token is raised; a refusal that arrives late.
 //! On three servers and on four, with members stopped (their calls fail at once, before
 //! the others answer) or cut off behind a frozen proxy (their calls time out, after the
 //! others answered).
 
 use std::time::Duration;
 
-use robit::{Mutex, UnlockError};
-use robit_test_support::redis::{FAULT_TTL, FaultClients, FreezingProxy, LONG, RedisServer};
+use robit::driver::{Acquire, AcquireRequest, LockName, LockState, OwnerToken, Waiter};
+use robit::redis::{RedisDriver, RedlockDriver};
+use robit::{Driver, Mutex, UnlockError};
+use robit_test_support::redis::{
+    FAULT_TTL, FaultClients, FreezingProxy, LONG, RedisServer, request,
+};
 use tokio::time::Instant;
 
-use super::redlock::{NAMESPACE, lock_key_on, quorum, start, urls, wait_for_keys};
+use super::redlock::{
+    NAMESPACE, lock_key_on, member, queued_on, quorum, set_counter, start, urls, wait_for_keys,
+};
+use crate::slow_replies::SlowReplies;
 
 /// The owner part of a lock key's value.
 fn owner_of(value: &str) -> &str {
@@ -206,16 +214,139 @@ async fn a_holder_keeps_its_lease_while_one_of_four_servers_is_stopped() {
     a_holder_keeps_its_lease_with_one_stopped(4).await;
 }
 
-/// A ping, like every quorum operation, is answered once a majority answers: a stopped
-/// server of three leaves it answered; two leave it failed, with their error.
+/// A ping, an inspection and a release by force are answered once a majority of the
+/// servers answers: a stopped server of three leaves them answered; two leave them
+/// failed, with the servers' error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ping_is_answered_while_a_majority_answers_and_fails_with_the_error_otherwise() {
+async fn an_operator_s_calls_are_answered_while_a_majority_answers_and_fail_otherwise() {
     let mut servers = start(3);
     let driver = quorum(&urls(&servers));
+    let name = LockName::from("job");
+    let nobody = OwnerToken::from_u128(9);
     driver.ping().await.expect("all three answer");
     servers[0].stop();
-    driver.ping().await.expect("two of three answer");
+    driver.ping().await.expect("two of three answer a ping");
+    let seen = driver
+        .inspect(&name)
+        .await
+        .expect("two of three answer an inspection");
+    assert_eq!(seen.state, LockState::Free);
+    let freed = driver.force_release(&name, nobody).await;
+    assert!(matches!(freed, Ok(false)), "{freed:?}");
     servers[1].stop();
-    let err = driver.ping().await.unwrap_err();
-    assert!(err.is_transient(), "{err}");
+    let errors = [
+        driver.ping().await.unwrap_err(),
+        driver.inspect(&name).await.unwrap_err(),
+        driver.force_release(&name, nobody).await.unwrap_err(),
+    ];
+    for err in errors {
+        assert!(err.is_transient(), "{err}");
+    }
+}
+
+/// A quorum of `urls`' servers whose commands time out after 5 s, so that a reply held
+/// back for a second is late, not lost.
+fn patient_quorum(urls: &[String]) -> RedlockDriver {
+    let members = urls
+        .iter()
+        .map(|url| {
+            RedisDriver::builder(url)
+                .namespace(NAMESPACE)
+                .command_timeout(Duration::from_secs(5))
+                .build()
+                .unwrap()
+        })
+        .collect();
+    RedlockDriver::new(members).unwrap()
+}
+
+/// A request for `name` by `who` whose TTL leaves room for a reply a second late.
+fn patient(name: &str, who: u128) -> AcquireRequest {
+    AcquireRequest::new(
+        LockName::from(name),
+        OwnerToken::from_u128(who),
+        Duration::from_secs(10),
+    )
+}
+
+/// Two servers of three grant, with different tokens: the lower must be raised to the
+/// higher before the grant is the quorum's. If the lower server's grant is gone by then
+/// (an operator deleted it while the higher server's answer was on its way), only one
+/// server holds the token: no majority, so an error, and the other grant given back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_that_ends_before_its_token_is_raised_leaves_no_majority() {
+    let mut servers = start(3);
+    let slow = SlowReplies::start(servers[1].port()).await;
+    let driver = patient_quorum(&[servers[0].url(), slow.url(), servers[2].url()]);
+    // Connected, scripts loaded, counters made; then the second server's counter is
+    // far ahead, and the third is stopped.
+    let Acquire::Granted(warm) = driver.acquire(&request("warm", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    warm.release().await.unwrap();
+    set_counter(&servers[1], warm.fence().get() + 1_000).await;
+    servers[2].stop();
+    slow.set_reply_delay(Duration::from_secs(1));
+    let acquire = tokio::spawn({
+        let driver = driver.clone();
+        async move { driver.acquire(&patient("job", 2)).await }
+    });
+    let deadline = Instant::now() + LONG;
+    while lock_key_on(&servers[0], "job").await.is_none() {
+        assert!(Instant::now() < deadline, "the first server never granted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let mut admin = servers[0].admin().await;
+    let _: () = redis::cmd("DEL")
+        .arg(format!("{{{NAMESPACE}}}:lock:job"))
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let answer = acquire.await.unwrap();
+    let Err(err) = answer else {
+        panic!("granted by one server's token: {answer:?}");
+    };
+    assert!(err.to_string().contains("reached only 1 of 3"), "{err}");
+    wait_for_keys(&servers[..2], "job", |held| held == 0).await;
+}
+
+/// A waiter granted by two servers of three before the third's refusal arrives leaves
+/// that server's queue once the refusal is in: otherwise the third server would hand
+/// it the lock later, and hold the lock up for a hand-off window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_granted_before_a_refusal_arrives_leaves_that_server_s_queue() {
+    let servers = start(3);
+    let slow = SlowReplies::start(servers[2].port()).await;
+    let driver = patient_quorum(&[servers[0].url(), servers[1].url(), slow.url()]);
+    let Acquire::Granted(warm) = driver.acquire(&request("warm", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    warm.release().await.unwrap();
+    // Another client holds the lock on the third server alone.
+    let other = member(&servers[2].url());
+    let Acquire::Granted(_held) = other.acquire(&patient("job", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    slow.set_reply_delay(Duration::from_secs(1));
+    let waiting = patient("job", 2).with_waiter(Waiter::new(2, Duration::from_secs(10)));
+    let Acquire::Granted(lease) = driver.acquire(&waiting).await.unwrap() else {
+        panic!("not granted by the first two");
+    };
+    // The third server queues the waiter, and its refusal is on its way.
+    let deadline = Instant::now() + LONG;
+    while queued_on(&servers[2], "job").await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "never queued on the third server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    while queued_on(&servers[2], "job").await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "still queued on the third server"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    lease.release().await.unwrap();
 }

@@ -281,6 +281,27 @@ impl<C: Connector> Inner<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Driver;
+
+    /// A quorum call is its claims at once, maybe a raise, maybe giving back: three of
+    /// the slowest server's own limits.
+    #[test]
+    fn a_quorum_call_is_bounded_by_three_of_its_slowest_server_s_limits() {
+        let servers: Vec<RedisDriver> = [100, 400, 250]
+            .into_iter()
+            .enumerate()
+            .map(|(index, millis)| {
+                RedisDriver::builder(&format!("redis://10.0.0.{index}"))
+                    .command_timeout(std::time::Duration::from_millis(millis))
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let slowest = servers[1].call_limit().unwrap();
+        assert!(slowest > servers[2].call_limit().unwrap());
+        let driver = RedlockDriver::new(servers).unwrap();
+        assert_eq!(driver.call_limit(), Some(slowest * 3));
+    }
 
     #[test]
     fn a_proposal_is_one_past_the_last_token_and_never_past_what_lua_compares_exactly() {
