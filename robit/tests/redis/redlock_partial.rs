@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use robit::driver::{Acquire, AcquireRequest, LockName, LockState, OwnerToken, Waiter};
+use robit::driver::{Acquire, AcquireRequest, LockName, LockState, OwnerToken, Renewal, Waiter};
 use robit::redis::{RedisDriver, RedlockDriver};
 use robit::{Driver, Mutex, UnlockError};
 use robit_test_support::redis::{
@@ -349,4 +349,38 @@ async fn a_waiter_granted_before_a_refusal_arrives_leaves_that_server_s_queue() 
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     lease.release().await.unwrap();
+}
+
+/// A renewal that a majority of the servers answers lost is a loss at once, not an
+/// error to retry until the validity deadline; one lost grant of three is not, and the
+/// others go on renewing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_renewal_that_a_majority_answers_lost_is_a_loss_at_once() {
+    let servers = start(3);
+    let driver = quorum(&urls(&servers));
+    let Acquire::Granted(lease) = driver.acquire(&patient("job", 1)).await.unwrap() else {
+        panic!("not granted");
+    };
+    wait_for_keys(&servers, "job", |held| held == 3).await;
+    let ttl = Duration::from_secs(10);
+    // One grant deleted: renewed, then again without it; a second deleted: lost.
+    for (delete, expected) in [
+        (Some(0), Renewal::Renewed),
+        (None, Renewal::Renewed),
+        (Some(1), Renewal::Lost),
+    ] {
+        if let Some(server) = delete {
+            let mut admin = servers[server].admin().await;
+            let _: () = redis::cmd("DEL")
+                .arg(format!("{{{NAMESPACE}}}:lock:job"))
+                .query_async(&mut admin)
+                .await
+                .unwrap();
+        }
+        let answer = lease.renew(ttl).await;
+        assert!(
+            matches!(answer, Ok(renewal) if renewal == expected),
+            "after deleting the grant on {delete:?}: {answer:?}"
+        );
+    }
 }

@@ -192,3 +192,19 @@ fn quorum_error(what: &str, done: usize, servers: usize, last: DriverError) -> D
         DriverError::rejected(format!("{summary}: {last}"))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::UrlConnector;
+
+    /// No server tells of a grant's end: a quorum's loss shows in a renewal's answer,
+    /// so a hold shorter than its first renewal needs no watchdog.
+    #[tokio::test(start_paused = true)]
+    async fn a_quorum_grant_says_it_never_signals_a_loss_since_it_cannot() {
+        let lease = QuorumLease::<UrlConnector>::new(FenceToken::new(7), 3, Vec::new());
+        assert!(!lease.signals_loss());
+        let heard = tokio::time::timeout(Duration::from_secs(3600), lease.lost()).await;
+        assert!(heard.is_err(), "the grant signalled a loss");
+    }
+}
