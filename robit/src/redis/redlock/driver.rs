@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use futures_util::StreamExt;
 use futures_util::future::{join_all, select_all};
 
+use super::late::finish_late;
 use super::lease::{GiveBack, QuorumLease, release_all};
 use super::tally::{Tally, majority};
 use super::{Connector, RedlockDriver, Won};
@@ -51,7 +52,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
         inner.stats.attempt(tally.won(), tally.split());
         if !tally.won() {
             let unanswered = pending.len();
-            inner.finish_late(pending, None);
+            finish_late(&inner.servers, pending, None);
             let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
             return tally.verdict(unanswered);
         }
@@ -66,11 +67,11 @@ impl<C: Connector> Driver for RedlockDriver<C> {
                     request,
                     refused,
                 };
-                inner.finish_late(pending, Some(won));
+                finish_late(&inner.servers, pending, Some(won));
                 Ok(Acquire::Granted(lease))
             }
             Err(err) => {
-                inner.finish_late(pending, None);
+                finish_late(&inner.servers, pending, None);
                 let _ = release_all(members, servers, GiveBack::Quietly(request.waiter)).await;
                 Err(err)
             }

@@ -4,19 +4,20 @@
 mod builder;
 mod driver;
 mod inspect;
+mod late;
 mod lease;
 mod tally;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, join_all};
 use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
 
 pub use self::builder::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriverBuilder};
 
-use self::lease::{GiveBack, Member, QuorumLease, release_all};
+use self::lease::{Member, QuorumLease};
 use self::tally::majority;
 use super::claim::Claim;
 use super::{Connector, RedisDriver, UrlConnector};
@@ -84,7 +85,7 @@ struct Inner<C: Connector> {
 
 type Answer<C> = (usize, Result<Claim<C>, DriverError>);
 
-/// A won attempt, as [`Inner::finish_late`] takes it.
+/// A won attempt, as [`late::finish_late`] takes it.
 struct Won<'a, C: Connector> {
     lease: Arc<QuorumLease<C>>,
     request: &'a AcquireRequest,
@@ -213,68 +214,6 @@ impl<C: Connector> Inner<C> {
              a majority; the grants were given back: {why}",
             self.servers.len()
         )))
-    }
-
-    /// Finishes the claims still pending once the quorum was decided. A late grant
-    /// joins the lease of a won attempt, or is given back (the attempt was lost, or the
-    /// lease released). After a won attempt, the waiter also leaves the queues of the
-    /// servers that refused it — `queued`, and any late refusal — where it would
-    /// otherwise be handed the lock later and hold it up for a hand-off window. Bounded
-    /// by the servers' own time limits.
-    fn finish_late(
-        &self,
-        mut pending: FuturesUnordered<BoxFuture<'static, Answer<C>>>,
-        won: Option<Won<'_, C>>,
-    ) {
-        let (lease, request, mut queued) = match won {
-            Some(won) => (
-                Some(won.lease),
-                won.request.waiter.is_some().then(|| won.request.clone()),
-                won.refused,
-            ),
-            None => (None, None, Vec::new()),
-        };
-        let adopt = move |lease: &Option<Arc<QuorumLease<C>>>, member: Member<C>| match lease {
-            Some(lease) => lease.join(member),
-            None => Some(member),
-        };
-        // Most late answers are in already: no task for them.
-        let mut back = Vec::new();
-        loop {
-            match pending.next().now_or_never() {
-                Some(Some((index, Ok(Claim::Granted(grant))))) => {
-                    back.extend(adopt(&lease, (index, Arc::new(grant))));
-                }
-                Some(Some((index, _))) => queued.push(index),
-                _ => break,
-            }
-        }
-        if request.is_none() {
-            queued.clear();
-        }
-        if back.is_empty() && pending.is_empty() && queued.is_empty() {
-            return;
-        }
-        let servers = self.servers.clone();
-        tokio::spawn(async move {
-            while let Some((index, answer)) = pending.next().await {
-                match answer {
-                    Ok(Claim::Granted(grant)) => {
-                        back.extend(adopt(&lease, (index, Arc::new(grant))));
-                    }
-                    _ if request.is_some() => queued.push(index),
-                    _ => {}
-                }
-            }
-            // Late grants of a lost attempt, or of a released lease.
-            let given_back = release_all(back, servers.len(), GiveBack::Quietly(None));
-            let withdrawn = join_all(request.iter().flat_map(|request| {
-                queued
-                    .iter()
-                    .map(|&index| crate::driver::Driver::withdraw(&servers[index], request))
-            }));
-            let _ = futures_util::future::join(given_back, withdrawn).await;
-        });
     }
 }
 
