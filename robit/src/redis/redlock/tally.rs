@@ -227,5 +227,21 @@ mod tests {
             tally.verdict(0).unwrap_err().is_transient(),
             "one server's refusal of the user is not all servers'"
         );
+        let mut tally = Tally::new(3);
+        tally.refused(&held(1));
+        tally.failed(DriverError::unavailable("connection refused"));
+        tally.failed(DriverError::rejected("NOPERM"));
+        assert!(
+            tally.verdict(0).unwrap_err().is_transient(),
+            "one server's refusal of the user, heard last, is not all servers'"
+        );
+        let mut tally = Tally::new(3);
+        tally.failed(DriverError::rejected("NOPERM"));
+        tally.failed(DriverError::rejected("NOPERM"));
+        tally.failed(DriverError::unavailable("connection refused"));
+        assert!(
+            tally.verdict(0).unwrap_err().is_transient(),
+            "a server that may come back can still make a majority"
+        );
     }
 }
