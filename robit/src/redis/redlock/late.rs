@@ -66,8 +66,9 @@ impl<C: Connector> Late<C> {
         }
     }
 
-    fn has_work(&self) -> bool {
-        !self.back.is_empty() || !self.queued.is_empty()
+    /// Nothing to give back, and nobody to withdraw.
+    fn is_idle(&self) -> bool {
+        self.back.is_empty() && self.queued.is_empty()
     }
 
     /// Gives the late grants back and withdraws the waiter where it is queued.
@@ -94,7 +95,7 @@ pub(super) fn finish_late<C: Connector>(
     while let Some(Some(answer)) = pending.next().now_or_never() {
         late.answered(answer);
     }
-    if !late.has_work() && pending.is_empty() {
+    if late.is_idle() && pending.is_empty() {
         return;
     }
     let servers = servers.to_vec();
