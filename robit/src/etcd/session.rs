@@ -243,8 +243,9 @@ mod tests {
         let refused = Error::GRpcStatus(Status::permission_denied("no"));
         let _ = session.failed(session.index(), "testing", refused);
         assert_eq!(session.index(), 1);
-        // A late failure on an endpoint already left behind does not move the driver.
-        let _ = session.failed(0, "testing", unavailable());
+        // A late failure on an endpoint already left behind does not move the driver,
+        // not even to the endpoint after that one.
+        let _ = session.failed(2, "testing", unavailable());
         assert_eq!(session.index(), 1);
     }
 

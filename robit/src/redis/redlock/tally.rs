@@ -116,10 +116,15 @@ impl Tally {
             self.granted,
             self.refused.len()
         );
+        // Permanent once the servers that refuse for good (a wrong password, a missing
+        // permission) leave too few for a majority ever to grant: retrying cannot help.
+        let permanent = self.failed.iter().filter(|err| !err.is_transient()).count();
+        if servers - permanent < majority(servers)
+            && let Some(err) = self.failed.iter().find(|err| !err.is_transient())
+        {
+            return DriverError::rejected(format!("{summary}: {err}"));
+        }
         match self.failed.pop() {
-            Some(err) if !err.is_transient() && failed == servers => {
-                DriverError::rejected(format!("{summary}: {err}"))
-            }
             Some(err) => DriverError::unavailable(format!("{summary}: {err}")),
             None => DriverError::unavailable(summary),
         }
@@ -235,13 +240,20 @@ mod tests {
             tally.verdict(0).unwrap_err().is_transient(),
             "one server's refusal of the user, heard last, is not all servers'"
         );
-        let mut tally = Tally::new(3);
-        tally.failed(DriverError::rejected("NOPERM"));
-        tally.failed(DriverError::rejected("NOPERM"));
-        tally.failed(DriverError::unavailable("connection refused"));
-        assert!(
-            tally.verdict(0).unwrap_err().is_transient(),
-            "a server that may come back can still make a majority"
-        );
+        // Two servers of three that refuse the user for good leave no majority that
+        // could grant, whatever the third says, and in any order.
+        for third in 0..3 {
+            let mut tally = Tally::new(3);
+            for server in 0..3 {
+                tally.failed(if server == third {
+                    DriverError::unavailable("connection refused")
+                } else {
+                    DriverError::rejected("NOPERM")
+                });
+            }
+            let err = tally.verdict(0).unwrap_err();
+            assert!(!err.is_transient(), "{err}");
+            assert!(err.to_string().contains("NOPERM"), "{err}");
+        }
     }
 }
