@@ -40,7 +40,7 @@ pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
                 || status.message().contains("larger than max") =>
         {
             permanent(
-                "the lock name is too long for etcd's request limit (--max-request-bytes); use a shorter one",
+                "the lock name and namespace are too long for etcd's request limit (--max-request-bytes); use shorter ones",
                 err,
             )
         }
@@ -120,14 +120,14 @@ mod tests {
             ),
             (
                 status(Code::InvalidArgument, "etcdserver: request is too large"),
-                "the lock name is too long",
+                "too long for etcd's request limit",
             ),
             (
                 status(
                     Code::ResourceExhausted,
                     "grpc: received message larger than max (5100160 vs. 2097152)",
                 ),
-                "the lock name is too long",
+                "too long for etcd's request limit",
             ),
             (
                 status(Code::InvalidArgument, "etcdserver: too many operations"),

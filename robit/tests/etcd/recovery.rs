@@ -60,7 +60,11 @@ async fn an_acquire_that_etcd_refuses_fails_with_its_reason_and_keeps_the_driver
     let huge = "n".repeat(560_000);
     let err = driver.acquire(&request(&huge)).await.unwrap_err();
     assert!(
-        !err.is_transient() && err.to_string().contains("too large"),
+        !err.is_transient()
+            && err.to_string().contains("too large")
+            && err
+                .to_string()
+                .contains("too long for etcd's request limit"),
         "{err}"
     );
     assert_eq!(lease_ids(&mut admin).await, before);

@@ -218,7 +218,7 @@ mod tests {
     }
 
     #[test]
-    fn a_quorum_of_three_distinct_servers_of_one_namespace_is_the_smallest_accepted() {
+    fn three_servers_of_one_namespace_are_the_smallest_quorum_and_others_are_refused() {
         let three = URLS.map(|url| server(url, "jobs")).to_vec();
         assert!(RedlockDriver::new(three.clone()).is_ok());
         assert!(matches!(
