@@ -25,6 +25,13 @@ pub(super) fn driver(endpoints: &[String]) -> EtcdDriver {
         .unwrap()
 }
 
+/// A client of `cluster` for what the test does by hand, as an operator would.
+pub(super) async fn admin(cluster: &EtcdCluster) -> etcd_client::Client {
+    etcd_client::Client::connect(cluster.endpoints(), None)
+        .await
+        .unwrap()
+}
+
 /// The ids of the leases etcd has now, in order.
 pub(super) async fn lease_ids(admin: &mut etcd_client::Client) -> Vec<i64> {
     let leases = admin.leases().await.unwrap();
@@ -361,9 +368,7 @@ async fn a_grant_on_an_old_lease_lives_the_ttl_from_the_acquire_not_from_the_lea
 async fn a_queue_headed_by_a_key_robit_did_not_write_is_inspected_as_foreign() {
     let cluster = EtcdCluster::start(1);
     let driver = driver(&cluster.endpoints());
-    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
-        .await
-        .unwrap();
+    let mut admin = admin(&cluster).await;
     let name = LockName::from("job");
     let owner = format!("{:08x}{:032x}", 1, 7);
     let entry = format!("robit/3:job/t{:032x}", 7);

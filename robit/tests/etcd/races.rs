@@ -22,7 +22,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use super::driver::lease_ids;
+use super::driver::{admin, lease_ids};
 
 /// Every lock's TTL here: long enough that no lease lapses during a test.
 const TTL: Duration = Duration::from_secs(5);
@@ -34,12 +34,6 @@ fn driver(endpoints: &[String]) -> EtcdDriver {
     EtcdDriver::builder(endpoints.to_vec())
         .request_timeout(Duration::from_millis(500))
         .build()
-        .unwrap()
-}
-
-async fn admin(cluster: &EtcdCluster) -> etcd_client::Client {
-    etcd_client::Client::connect(cluster.endpoints(), None)
-        .await
         .unwrap()
 }
 

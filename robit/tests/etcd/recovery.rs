@@ -10,19 +10,20 @@ use robit_test_support::kit::Captured;
 use robit_test_support::redis::{FAULT_TTL, FreezingProxy, LONG};
 use tokio::time::Instant;
 
-use super::driver::{driver, lease_ids};
+use super::driver::{admin, driver, lease_ids};
+
+/// A request for `name` by one owner, with the fault tests' TTL.
+fn request(name: &str) -> AcquireRequest {
+    AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL)
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a_new_one() {
     let cluster = EtcdCluster::start(1);
     let driver = driver(&cluster.endpoints());
-    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
-        .await
-        .unwrap();
+    let mut admin = admin(&cluster).await;
     // The driver's lease, granted with a first lock, then revoked behind its back: the
     // next acquire's write, on a name nobody holds, names a lease etcd no longer has.
-    let request =
-        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
     let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
         panic!("the first lock was not granted");
     };
@@ -46,11 +47,7 @@ async fn an_acquire_whose_write_finds_the_driver_s_lease_revoked_is_granted_on_a
 async fn an_acquire_that_etcd_refuses_fails_with_its_reason_and_keeps_the_driver_s_lease() {
     let cluster = EtcdCluster::start(1);
     let driver = driver(&cluster.endpoints());
-    let mut admin = etcd_client::Client::connect(cluster.endpoints(), None)
-        .await
-        .unwrap();
-    let request =
-        |name: &str| AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(1), FAULT_TTL);
+    let mut admin = admin(&cluster).await;
     let Acquire::Granted(first) = driver.acquire(&request("first")).await.unwrap() else {
         panic!("the first lock was not granted");
     };

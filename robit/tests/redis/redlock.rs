@@ -235,7 +235,22 @@ async fn split_vote_on_fresh_servers() -> bool {
     true
 }
 
-pub(super) async fn queued_on(server: &RedisServer, name: &str) -> usize {
+/// Waits until the number of waiters queued for `name` on `server` satisfies `until`;
+/// fails naming `what` if it never does.
+pub(super) async fn until_queued(
+    server: &RedisServer,
+    name: &str,
+    until: impl Fn(usize) -> bool,
+    what: &str,
+) {
+    let deadline = Instant::now() + LONG;
+    while !until(queued_on(server, name).await) {
+        assert!(Instant::now() < deadline, "{what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+async fn queued_on(server: &RedisServer, name: &str) -> usize {
     let mut admin = server.admin().await;
     redis::cmd("LLEN")
         .arg(format!("{{{NAMESPACE}}}:queue:{name}"))
@@ -260,14 +275,13 @@ async fn a_waiter_granted_by_a_majority_leaves_the_queue_of_the_server_that_refu
     // Queued by the refusal, then withdrawn: otherwise the third server would hand the
     // lock to a waiter that holds it already, once the other client lets go. (Its entry
     // would outlive the test: a waiter polling every 10 s is kept 40 s.)
-    let deadline = Instant::now() + LONG;
-    while queued_on(&servers[2], "job").await > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "still queued on the third server"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_queued(
+        &servers[2],
+        "job",
+        |queued| queued == 0,
+        "still queued on the third server",
+    )
+    .await;
     lease.release().await.unwrap();
 }
 

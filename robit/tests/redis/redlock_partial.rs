@@ -18,7 +18,7 @@ use robit_test_support::redis::{
 use tokio::time::Instant;
 
 use super::redlock::{
-    NAMESPACE, lock_key_on, member, queued_on, quorum, set_counter, start, urls, wait_for_keys,
+    NAMESPACE, lock_key_on, member, quorum, set_counter, start, until_queued, urls, wait_for_keys,
 };
 use crate::slow_replies::SlowReplies;
 
@@ -333,21 +333,21 @@ async fn a_waiter_granted_before_a_refusal_arrives_leaves_that_server_s_queue() 
         panic!("not granted by the first two");
     };
     // The third server queues the waiter, and its refusal is on its way.
-    let deadline = Instant::now() + LONG;
-    while queued_on(&servers[2], "job").await == 0 {
-        assert!(
-            Instant::now() < deadline,
-            "never queued on the third server"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    while queued_on(&servers[2], "job").await > 0 {
-        assert!(
-            Instant::now() < deadline,
-            "still queued on the third server"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let third = &servers[2];
+    until_queued(
+        third,
+        "job",
+        |queued| queued > 0,
+        "never queued on the third server",
+    )
+    .await;
+    until_queued(
+        third,
+        "job",
+        |queued| queued == 0,
+        "still queued on the third server",
+    )
+    .await;
     lease.release().await.unwrap();
 }
 
