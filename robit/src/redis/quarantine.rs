@@ -92,5 +92,89 @@ mod tests {
         assert_eq!(rfc3339(at(0)), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(at(951_782_400)), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(at(1_795_560_671)), "2026-11-24T22:51:11Z");
+        assert_eq!(rfc3339(at(86_399)), "1970-01-01T23:59:59Z");
+    }
+
+    #[test]
+    fn every_day_of_six_centuries_is_the_date_a_calendar_counts_to() {
+        let leap = |year: i64| year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+        let length = |year: i64, month: u32| match month {
+            2 if leap(year) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        let (mut year, mut month, mut day) = (1970, 1, 1);
+        // To 2570: past the centuries that are leap years (2000, 2400) and those that are
+        // not (2100, 2200, 2300, 2500).
+        for days in 0..219_000 {
+            assert_eq!(
+                civil(days),
+                (year, month, day),
+                "{days} days after 1970-01-01"
+            );
+            day += 1;
+            if day > length(year, month) {
+                (month, day) = (month + 1, 1);
+                if month > 12 {
+                    (year, month) = (year + 1, 1);
+                }
+            }
+        }
+    }
+
+    /// What `seen` warned, as lines.
+    fn warnings(captured: &robit_test_support::kit::Captured) -> Vec<String> {
+        captured
+            .lines()
+            .into_iter()
+            .filter(|line| line.contains("quarantine ends at"))
+            .collect()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quarantine_is_warned_once_and_a_new_one_again() {
+        let captured = robit_test_support::kit::Captured::default();
+        let _logs = captured.install();
+        let log = QuarantineLog::default();
+        let name = LockName::from("q");
+        let left = Duration::from_secs(10);
+        log.seen(&name, left, false);
+        assert_eq!(warnings(&captured).len(), 1);
+        // The same quarantine, seen by another waiter later, its end told a little later
+        // than first (the answers' timing varies).
+        tokio::time::advance(Duration::from_secs(4)).await;
+        log.seen(&name, left - Duration::from_secs(4) + NEW_AFTER, false);
+        assert_eq!(warnings(&captured).len(), 1, "{:#?}", warnings(&captured));
+        // A quarantine ending later than that: the state was lost again.
+        log.seen(
+            &name,
+            left - Duration::from_secs(4) + NEW_AFTER + Duration::from_millis(1),
+            true,
+        );
+        let told = warnings(&captured);
+        assert_eq!(told.len(), 2, "{told:#?}");
+        assert!(
+            told[0].contains("the namespace's state was lost or is new"),
+            "{told:#?}"
+        );
+        assert!(
+            told[1].contains("is not the one the namespace's state"),
+            "{told:#?}"
+        );
+        assert!(told[1].contains("quarantine_left_ms=7001"), "{told:#?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quarantine_seen_after_the_reported_one_ended_is_warned() {
+        let captured = robit_test_support::kit::Captured::default();
+        let _logs = captured.install();
+        let log = QuarantineLog::default();
+        let name = LockName::from("q");
+        log.seen(&name, Duration::from_secs(2), false);
+        // Ended: a new quarantine, though it ends before the old one's end + NEW_AFTER.
+        tokio::time::advance(Duration::from_secs(2)).await;
+        log.seen(&name, Duration::from_millis(500), false);
+        assert_eq!(warnings(&captured).len(), 2, "{:#?}", warnings(&captured));
     }
 }
