@@ -159,8 +159,10 @@ mod tests {
                 created: true,
             })
         );
-        // Next in line is a hint: a queue entry robit did not write reads as nobody.
-        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f"] {
+        // Next in line is a hint: a queue entry robit did not write reads as nobody, a
+        // number longer than robit's 32 digits too.
+        let padded = format!("{:033x}", 0x0f).into_bytes();
+        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f", &padded] {
             assert_eq!(
                 acquire(array(vec![int(1), int(7), bulk(foreign)])),
                 granted(7, None)
@@ -225,7 +227,8 @@ mod tests {
             Some(Freed::ReservedFor(Some(u128::MAX)))
         );
         // Released, to a waiter robit did not queue: nobody to wake, but no error.
-        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f", b""] {
+        let padded = format!("{:033x}", 0x0f).into_bytes();
+        for foreign in [&b"not hex"[..], &[b'f'; 33], b"+f", b"", &padded] {
             assert_eq!(
                 parse(Value::BulkString(foreign.to_vec())),
                 Some(Freed::ReservedFor(None))
