@@ -483,3 +483,79 @@ async fn a_renewal_answered_late_makes_the_grant_the_lease_s_own_only_for_the_tt
     let at = answered + TTL - late + Duration::from_millis(100);
     release_leaves_a_foreign_value(&server, lease, "late", at).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ttl_or_lock_delay_of_a_year_is_granted_and_a_millisecond_more_refused() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let year = robit::defaults::MAX_TTL;
+    let more = year + Duration::from_millis(1);
+    for (who, (ttl, lock_delay)) in [(year, Duration::ZERO), (TTL, year)]
+        .into_iter()
+        .enumerate()
+    {
+        let name = format!("year/{who}");
+        let mut request = request(&name, 1).with_lock_delay(lock_delay);
+        request.ttl = ttl;
+        granted(&driver, &request).await.release().await.unwrap();
+    }
+    for (ttl, lock_delay) in [(more, Duration::ZERO), (TTL, more), (more, more)] {
+        let mut request = request("longer", 1).with_lock_delay(lock_delay);
+        request.ttl = ttl;
+        match driver.acquire(&request).await {
+            Err(err) => {
+                assert!(!err.is_transient(), "{err}");
+                assert!(err.to_string().contains("longer than a year"), "{err}");
+            }
+            Ok(answer) => panic!("TTL {ttl:?}, lock-delay {lock_delay:?}: {answer:?}"),
+        }
+    }
+    // Nothing of the refused requests reached the server.
+    let keys: Vec<String> = server.admin().await.keys("{robit}:lock:*").await.unwrap();
+    assert_eq!(keys, Vec::<String>::new());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_grant_that_creates_a_namespace_on_one_server_creates_no_cluster_buckets() {
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let lease = granted(&driver, &request("first", 1)).await;
+    lease.release().await.unwrap();
+    // No counter per cluster bucket: on one server, one counter serves every name.
+    let mut admin = server.admin().await;
+    let keys: Vec<String> = admin.keys("*").await.unwrap();
+    assert_eq!(keys, vec!["{robit}:fence".to_owned()]);
+    // Nor a call to create one: the grant and the release are the only scripts run.
+    let commands = commands_run(&mut admin).await;
+    let scripts: u64 = ["eval", "evalsha"]
+        .iter()
+        .filter_map(|name| commands.get(*name))
+        .sum();
+    assert_eq!(scripts, 2, "{commands:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantine_outlasts_the_ttl_and_lock_delay_of_the_grants_it_protects() {
+    let server = RedisServer::start();
+    let quarantine = Duration::from_secs(1);
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(quarantine)
+        .first_use(robit::redis::FirstUse::Quarantine)
+        .build()
+        .unwrap();
+    // The quarantine begins with this acquire, which finds the namespace missing: it
+    // must outlast any grant from before the loss, which had this TTL and lock-delay.
+    let (ttl, lock_delay) = (Duration::from_secs(6), Duration::from_secs(4));
+    let mut request = request("protected", 1).with_lock_delay(lock_delay);
+    request.ttl = ttl;
+    match driver.acquire(&request).await.unwrap() {
+        Acquire::Quarantined { left } => {
+            assert!(left > ttl + lock_delay - Duration::from_secs(1), "{left:?}");
+            assert!(left <= ttl + lock_delay, "{left:?}");
+        }
+        other => panic!("expected a quarantine, got {other:?}"),
+    }
+}
