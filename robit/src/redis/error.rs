@@ -199,4 +199,20 @@ mod tests {
         );
         assert!(!message.contains("7.0"), "{message}");
     }
+
+    #[test]
+    fn a_transient_error_keeps_the_redis_error_behind_its_explanation() {
+        let oom = server_error("-OOM command not allowed when used memory > 'maxmemory'\r\n");
+        let err = classify(oom, Duration::from_secs(1), "redis://x");
+        assert!(err.is_transient(), "{err}");
+        // The chain: the driver's error, robit's explanation, then redis-rs's own.
+        let explained = std::error::Error::source(&err).expect("an explanation");
+        assert!(
+            explained.to_string().starts_with("Redis is out of memory"),
+            "{explained}"
+        );
+        let cause = explained.source().expect("the Redis error");
+        let cause = cause.downcast_ref::<RedisError>().expect("a RedisError");
+        assert_eq!(cause.code(), Some("OOM"));
+    }
 }

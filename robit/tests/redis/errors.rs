@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::Captured;
 use redis::AsyncCommands;
 use robit::driver::DriverError;
-use robit::redis::{RedisConfigError, RedisDriver};
+use robit::redis::{FirstUse, RedisConfigError, RedisDriver, UrlConnector};
 use robit::{LockError, Mutex, Wait};
 use support::RedisServer;
 
@@ -329,4 +329,51 @@ fn bad_configuration_is_refused_with_typed_errors_that_hide_the_password() {
         !debug.contains("topsecret") && debug.contains("user:***@localhost:6379/2"),
         "{debug}"
     );
+}
+
+#[test]
+fn a_quarantine_of_a_year_is_accepted_and_a_millisecond_more_refused() {
+    let year = robit::defaults::MAX_TTL;
+    RedisDriver::builder("redis://localhost")
+        .quarantine(year)
+        .build()
+        .unwrap();
+    let more = year + Duration::from_millis(1);
+    match RedisDriver::builder("redis://localhost")
+        .quarantine(more)
+        .build()
+        .unwrap_err()
+    {
+        RedisConfigError::QuarantineTooLong { quarantine } => assert_eq!(quarantine, more),
+        other => panic!("expected QuarantineTooLong, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_driver_its_builder_and_its_connector_show_their_settings_but_never_the_password() {
+    let url = "redis://user:topsecret@localhost:6379/2";
+    let builder = || {
+        RedisDriver::builder(url)
+            .namespace("shown")
+            .quarantine(Duration::from_secs(42))
+            .first_use(FirstUse::Quarantine)
+    };
+    let connector = format!("{:?}", UrlConnector::new(url).unwrap());
+    let shown = [
+        format!("{:?}", builder()),
+        format!("{:?}", builder().build().unwrap()),
+    ];
+    for debug in shown.iter().chain([&connector]) {
+        assert!(!debug.contains("topsecret"), "{debug}");
+        assert!(debug.contains("user:***@localhost:6379/2"), "{debug}");
+    }
+    for debug in &shown {
+        for setting in [
+            "namespace: \"shown\"",
+            "quarantine: 42s",
+            "first_use: Quarantine",
+        ] {
+            assert!(debug.contains(setting), "{setting} in {debug}");
+        }
+    }
 }
