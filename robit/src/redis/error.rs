@@ -97,15 +97,18 @@ pub(super) fn classify(err: RedisError, command_timeout: Duration, server: &str)
         None if err.is_io_error() || err.is_connection_dropped() => {
             transient("the connection to Redis failed", err)
         }
-        None => match err.kind() {
-            ErrorKind::Io => transient("the connection to Redis failed", err),
-            ErrorKind::Parse | ErrorKind::UnexpectedReturnType => permanent(
-                "Redis answered something robit does not understand; is it a Redis-compatible \
-                 server of version 7.0 or later?",
+        None if matches!(
+            err.kind(),
+            ErrorKind::Parse | ErrorKind::UnexpectedReturnType
+        ) =>
+        {
+            permanent(
+                "Redis answered something robit does not understand; is it a \
+                 Redis-compatible server of version 7.0 or later?",
                 err,
-            ),
-            _ => transient("the Redis client failed", err),
-        },
+            )
+        }
+        None => transient("the Redis client failed", err),
     }
 }
 
@@ -214,5 +217,51 @@ mod tests {
         let cause = explained.source().expect("the Redis error");
         let cause = cause.downcast_ref::<RedisError>().expect("a RedisError");
         assert_eq!(cause.code(), Some("OOM"));
+    }
+
+    /// What `classify` makes of `err`: whether it is transient, and its message.
+    fn classified(err: RedisError) -> (bool, String) {
+        let err = classify(err, Duration::from_secs(1), "redis://x");
+        (err.is_transient(), err.to_string())
+    }
+
+    #[test]
+    fn a_failed_connection_is_transient_and_an_answer_not_understood_is_not() {
+        use std::io;
+        // A connection that broke, or failed otherwise (a TLS handshake, say).
+        for kind in [io::ErrorKind::BrokenPipe, io::ErrorKind::Other] {
+            let (transient, message) = classified(io::Error::new(kind, "gone").into());
+            assert!(transient, "{message}");
+            assert!(
+                message.contains("(the connection to Redis failed: gone)"),
+                "{message}"
+            );
+        }
+        // Nothing listening: the address is named, and the cause kept.
+        let err = classify(
+            io::Error::from(io::ErrorKind::ConnectionRefused).into(),
+            Duration::from_secs(1),
+            "redis://x:1",
+        );
+        assert!(err.is_transient(), "{err}");
+        let unreachable = std::error::Error::source(&err).expect("the address");
+        assert!(
+            unreachable
+                .to_string()
+                .starts_with("Redis at redis://x:1 is unreachable")
+        );
+        let cause = unreachable.source().expect("the Redis error");
+        let cause = cause.downcast_ref::<RedisError>().expect("a RedisError");
+        assert!(cause.is_connection_refusal(), "{cause}");
+        // An answer that is not Redis's.
+        for kind in [ErrorKind::Parse, ErrorKind::UnexpectedReturnType] {
+            let (transient, message) = classified((kind, "odd").into());
+            assert!(!transient, "{message}");
+            assert!(message.contains("does not understand"), "{message}");
+        }
+        // Anything else the client reports is worth another try.
+        let (transient, message) = classified((ErrorKind::Client, "odd").into());
+        assert!(transient, "{message}");
+        assert!(message.contains("(the Redis client failed: "), "{message}");
     }
 }
