@@ -178,11 +178,11 @@ impl<C: Connector> Inner<C> {
     /// [`SUSPECT_CLUSTER_AFTER`] unanswered commands the cluster connection is replaced,
     /// and the new one learns the cluster's slots afresh.
     fn suspect(&self, generation: u64) {
-        if !self.settings.spread {
-            self.replace(generation);
-            return;
-        }
-        if self.timeouts.fetch_add(1, Ordering::Relaxed) + 1 >= SUSPECT_CLUSTER_AFTER {
+        let unanswered = self
+            .timeouts
+            .fetch_add(1, Ordering::Relaxed)
+            .saturating_add(1);
+        if replaces(self.settings.spread, unanswered) {
             self.timeouts.store(0, Ordering::Relaxed);
             self.replace(generation);
         }
@@ -297,6 +297,13 @@ impl<C: Connector> Inner<C> {
 /// replaced.
 const SUSPECT_CLUSTER_AFTER: u32 = 3;
 
+/// Whether the connection is replaced when a command on it goes unanswered, the
+/// `unanswered`-th since it was last replaced: on one server at once, in cluster mode
+/// (`spread`) at the [`SUSPECT_CLUSTER_AFTER`]th.
+fn replaces(spread: bool, unanswered: u32) -> bool {
+    !spread || unanswered >= SUSPECT_CLUSTER_AFTER
+}
+
 /// How long a command may be outstanding before its caller giving up on it counts as a
 /// sign that the connection stopped answering.
 const SUSPECT_AFTER: Duration = Duration::from_millis(10);
@@ -317,5 +324,21 @@ impl<C: Connector> Drop for Abandoned<'_, C> {
         if !self.settled && self.since.elapsed() >= SUSPECT_AFTER {
             self.driver.suspect(self.generation);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_server_replaces_its_connection_at_once_and_a_cluster_at_the_third_silence() {
+        for unanswered in [1, 2, 3, 4] {
+            assert!(replaces(false, unanswered), "{unanswered}");
+        }
+        assert!(!replaces(true, 1));
+        assert!(!replaces(true, 2));
+        assert!(replaces(true, 3));
+        assert!(replaces(true, 4));
     }
 }

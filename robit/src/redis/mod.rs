@@ -152,7 +152,8 @@ struct Inner<C: Connector> {
     /// The command connection, once opened.
     connection: StdMutex<Option<connection::Current<C::Connection>>>,
     generations: AtomicU64,
-    /// Cluster mode: command timeouts since the connection was last replaced.
+    /// Commands unanswered since the connection was last replaced (cluster mode waits
+    /// for a few).
     timeouts: AtomicU32,
     /// Cluster mode: this driver is creating a new namespace's bucket counters.
     sweeping: AtomicBool,

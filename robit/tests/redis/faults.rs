@@ -408,3 +408,64 @@ async fn a_connection_that_silently_stops_answering_is_replaced() {
     .unwrap();
     guard.unlock().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_one_server_a_single_unanswered_command_moves_the_next_to_a_new_connection() {
+    let server = RedisServer::start();
+    warm_up(&server).await;
+    let proxy = support::FreezingProxy::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let request =
+        |who| AcquireRequest::new(LockName::from("silence"), OwnerToken::from_u128(who), TTL);
+    let lease = match driver.acquire(&request(1)).await.unwrap() {
+        Acquire::Granted(lease) => lease,
+        other => panic!("expected a grant, got {other:?}"),
+    };
+    lease.release().await.unwrap();
+    proxy.freeze_existing();
+    // The command on the frozen connection times out; the very next one is answered
+    // (cluster mode, whose connection serves every node, waits for a few).
+    let err = driver.acquire(&request(2)).await.unwrap_err();
+    assert!(err.is_transient(), "{err}");
+    match driver.acquire(&request(3)).await.unwrap() {
+        Acquire::Granted(lease) => lease.release().await.unwrap(),
+        other => panic!("expected a grant, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_answers_keep_the_connection() {
+    let server = RedisServer::start();
+    warm_up(&server).await;
+    let proxy = crate::slow_replies::SlowReplies::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mutex = Mutex::builder("slow", driver).ttl(TTL).build().unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+    let connections = || async {
+        let info: String = redis::cmd("INFO")
+            .arg("stats")
+            .query_async(&mut server.admin().await)
+            .await
+            .unwrap();
+        info.lines()
+            .find_map(|line| line.strip_prefix("total_connections_received:"))
+            .and_then(|count| count.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    let before = connections().await;
+    // Each answer arrives 50 ms after the server sent it: later than the 10 ms after
+    // which an abandoned command marks its connection suspect, but every one arrives.
+    proxy.set_reply_delay(Duration::from_millis(50));
+    for _ in 0..5 {
+        mutex.lock().await.unwrap().unlock().await.unwrap();
+    }
+    // Only the admin connections that counted.
+    assert_eq!(connections().await - before, 1);
+}
