@@ -182,3 +182,47 @@ impl<C: Connector> Claim<C> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::{LockName, OwnerToken, Waiter};
+    use crate::engine::MAX_TTL;
+    use crate::redis::identity::Identity;
+
+    #[test]
+    fn the_largest_acquire_call_fits_the_room_its_keys_give_it() {
+        // A long namespace and name, and every optional argument at its longest.
+        let namespace = "n".repeat(100);
+        let driver = RedisDriver::builder("redis://localhost")
+            .namespace(&namespace)
+            .handoff_window(Duration::from_secs(u64::from(u32::MAX)))
+            .build()
+            .unwrap();
+        let name = LockName::from("x".repeat(1000));
+        let mut request = AcquireRequest::new(name, OwnerToken::from_u128(u128::MAX), MAX_TTL)
+            .with_lock_delay(MAX_TTL)
+            .with_waiter(Waiter::new(u128::MAX, MAX_TTL));
+        if let Some(waiter) = request.waiter.as_mut() {
+            waiter.attempt = u32::MAX;
+        }
+        let owner = hex128(u128::MAX);
+        let span = Span::new(MAX_TTL, MAX_TTL);
+        let mut call = driver.acquire_call(&request, &owner, &span, true);
+        let identity = Identity::parse(&format!(
+            "run_id:{}\r\nmaster_replid:{}\r\n",
+            "f".repeat(40),
+            "e".repeat(40)
+        ))
+        .unwrap();
+        call.arg(identity.as_bytes())
+            .arg(span.text.as_deref().unwrap())
+            .arg(u64::MAX);
+        let settings = &driver.inner.settings;
+        let room = settings.keys(&request.name).call_bytes(&settings.channel);
+        let used = call.bytes();
+        // Room for all of it, and not much more: a buffer sized once, and small.
+        assert!(used <= room, "{used} bytes in room for {room}");
+        assert!(room <= used + 100, "{used} bytes in room for {room}");
+    }
+}

@@ -157,12 +157,11 @@ impl std::error::Error for Unreachable {
     }
 }
 
-/// Whether `err` means the connection itself is broken (so a fresh one is needed).
+/// Whether `err` means the connection itself is broken (so a fresh one is needed): any
+/// I/O error (a dropped or refused connection is one), or one after which redis-rs
+/// reconnects (an answer it could not parse leaves the stream out of step).
 pub(super) fn breaks_connection(err: &RedisError) -> bool {
-    err.is_io_error()
-        || err.is_connection_dropped()
-        || err.is_connection_refusal()
-        || err.is_unrecoverable_error()
+    err.is_io_error() || err.is_unrecoverable_error()
 }
 
 #[cfg(test)]
@@ -263,5 +262,27 @@ mod tests {
         let (transient, message) = classified((ErrorKind::Client, "odd").into());
         assert!(transient, "{message}");
         assert!(message.contains("(the Redis client failed: "), "{message}");
+    }
+
+    #[test]
+    fn a_connection_is_replaced_after_an_io_error_or_an_answer_out_of_step_only() {
+        use std::io;
+        for kind in [
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::ConnectionRefused,
+            io::ErrorKind::Other,
+        ] {
+            assert!(breaks_connection(&io::Error::from(kind).into()), "{kind:?}");
+        }
+        assert!(breaks_connection(&(ErrorKind::Parse, "odd").into()));
+        // Redis refused a command: the connection is as good as before.
+        for reply in [
+            "-WRONGTYPE Operation\r\n",
+            "-NOPERM user\r\n",
+            "-ERR no\r\n",
+        ] {
+            assert!(!breaks_connection(&server_error(reply)), "{reply}");
+        }
+        assert!(!breaks_connection(&(ErrorKind::Client, "odd").into()));
     }
 }

@@ -112,6 +112,16 @@ mod tests {
             Identity::parse("run_id:short\r\nmaster_replid:0123456789abcdef0123\r\n"),
             None
         );
+        // Each field must be at least 16 hex digits.
+        let replid = "master_replid:0123456789abcdef0123\r\n";
+        for run in ["run_id:abc", "run_id:0123456789abcdeX0123"] {
+            assert_eq!(
+                Identity::parse(&format!("{run}\r\n{replid}")),
+                None,
+                "{run}"
+            );
+        }
+        assert_eq!(format!("{identity:?}"), "/0123456789abcdeffedcba9876543210");
         assert_eq!(Identity::OFF.as_bytes(), b"");
         assert_eq!(Identity::ASK.as_bytes(), b"*");
     }

@@ -81,9 +81,11 @@ impl NameKeys<'_> {
     }
 
     /// Room enough, in bytes, for the keys and arguments of any script call on the name:
-    /// its keys, the channel, and tokens and numbers.
+    /// its keys, the channel, and tokens and numbers (the largest call, an acquire with
+    /// every argument at its longest, has 272 bytes besides the tag, the name and the
+    /// channel).
     pub(super) fn call_bytes(&self, channel: &str) -> usize {
-        4 * self.tag.len() + 2 * self.name.len() + channel.len() + 200
+        4 * self.tag.len() + 2 * self.name.len() + channel.len() + 300
     }
 }
 

@@ -136,6 +136,20 @@ impl ScriptCall {
         }
     }
 
+    /// The bytes of the call's keys and arguments, as [`new`](Self::new)'s `bytes` counts
+    /// them.
+    #[cfg(test)]
+    pub(super) fn bytes(&self) -> usize {
+        self.command
+            .args_iter()
+            .skip(3)
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes.len(),
+                _ => 0,
+            })
+            .sum()
+    }
+
     /// Appends a key: `KEYS[i]` in the script. All keys come before any argument.
     pub(super) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
         debug_assert!(self.keys_left > 0, "more keys than announced");
