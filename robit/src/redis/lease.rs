@@ -155,3 +155,26 @@ impl<C: Connector> RedisLease<C> {
             .map(drop)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::OwnerToken;
+    use crate::redis::RedisDriver;
+
+    #[test]
+    fn a_redis_lease_never_signals_a_loss_so_short_holds_need_no_watchdog() {
+        // Redis tells nobody when a key goes: a lease that claimed to signal losses would
+        // have the mutex run its watchdog for every hold, however short.
+        let driver = RedisDriver::builder("redis://localhost").build().unwrap();
+        let owner = crate::driver::hex128(OwnerToken::from_u128(1).as_u128());
+        let lease = RedisLease::new(
+            &driver.inner,
+            LockName::from("l"),
+            owner,
+            (FenceToken::new(1), None),
+            (Instant::now(), Duration::from_secs(1), Duration::ZERO),
+        );
+        assert!(!lease.signals_loss());
+    }
+}

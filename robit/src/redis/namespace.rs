@@ -139,4 +139,16 @@ mod tests {
         assert!(!elsewhere.missing_means_lost());
         assert!(!other.missing_means_lost());
     }
+
+    #[test]
+    fn creating_a_namespace_is_told_with_its_server() {
+        let captured = robit_test_support::kit::Captured::default();
+        let _logs = captured.install();
+        Namespace::new(FirstUse::Create, "server-d", "{told}").created();
+        let lines = captured.lines();
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(lines[0].contains("INFO"), "{lines:#?}");
+        assert!(lines[0].contains("namespace=server-d {told}"), "{lines:#?}");
+        assert!(lines[0].contains("created the namespace"), "{lines:#?}");
+    }
 }

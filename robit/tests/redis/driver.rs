@@ -559,3 +559,24 @@ async fn a_quarantine_outlasts_the_ttl_and_lock_delay_of_the_grants_it_protects(
         other => panic!("expected a quarantine, got {other:?}"),
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_soon_after_a_renewal_deletes_at_once_though_its_lock_delay_outlasts_its_ttl() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    // The key lives for the TTL and the lock-delay after each renewal's send: until
+    // then, nobody else's grant can be there, and the release need not read first.
+    let request = request("renewed", 1).with_lock_delay(Duration::from_secs(5));
+    let lease = granted(&driver, &request).await;
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
+    let mut admin = server.admin().await;
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    lease.release().await.unwrap();
+    let commands = commands_run(&mut admin).await;
+    assert_eq!(commands.get("getdel"), Some(&1), "{commands:?}");
+    assert_eq!(commands.get("get"), None, "{commands:?}");
+}
