@@ -242,4 +242,109 @@ mod tests {
         assert_eq!(freed, Ok(Freed::Nothing));
         assert!(watch.now_or_never().is_none());
     }
+
+    #[tokio::test]
+    async fn a_releaser_yields_once_to_the_waiter_its_answer_woke_unless_it_woke_it_early() {
+        let dispatcher = Dispatcher::default();
+        // Not woken early (nobody was next in line at the grant): one yield, so that
+        // the woken waiter's claim goes out before the releaser's next command.
+        // A watch registers when first polled.
+        let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut watch).now_or_never().is_none());
+        let answer = Ok::<_, ()>(Freed::ReservedFor(Some(WAITER)));
+        let mut freeing = Box::pin(dispatcher.freeing(async { answer }, None));
+        assert!((&mut freeing).now_or_never().is_none(), "no yield");
+        assert_eq!(freeing.await, answer);
+        assert!(watch.now_or_never().is_some());
+        // Woken early: its claim is on the connection already, behind the release.
+        let mut early = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut early).now_or_never().is_none());
+        let (reply, answered) = tokio::sync::oneshot::channel::<Freed>();
+        let mut freeing =
+            Box::pin(dispatcher.freeing(async { answered.await.map_err(|_| ()) }, Some(WAITER)));
+        assert!((&mut freeing).now_or_never().is_none());
+        let mut claim = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut claim).now_or_never().is_none());
+        reply.send(Freed::ReservedFor(Some(WAITER))).unwrap();
+        assert_eq!(freeing.now_or_never(), Some(answer), "yielded");
+    }
+
+    #[test]
+    fn a_published_id_wakes_that_waiter_and_anything_else_nobody() {
+        let dispatcher = Dispatcher::default();
+        let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut watch).now_or_never().is_none());
+        dispatcher.deliver(b"not a waiter");
+        dispatcher.deliver(b"c");
+        assert!((&mut watch).now_or_never().is_none());
+        dispatcher.deliver(b"b");
+        assert!(watch.now_or_never().is_some());
+    }
+
+    /// A server that refuses every subscription, and records when each was asked for.
+    #[derive(Default)]
+    struct Refusing {
+        asked: std::sync::Mutex<Vec<tokio::time::Instant>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Connector for Refusing {
+        type Connection = redis::aio::MultiplexedConnection;
+
+        async fn connect(&self) -> redis::RedisResult<Self::Connection> {
+            Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into())
+        }
+
+        async fn subscriber(&self) -> redis::RedisResult<redis::aio::PubSub> {
+            let asked = {
+                let mut asked = self.asked.lock().unwrap();
+                asked.push(tokio::time::Instant::now());
+                asked.len()
+            };
+            // Enough to see the delays; more would be a subscriber spinning.
+            if asked > 20 {
+                std::future::pending::<()>().await;
+            }
+            Err(std::io::Error::from(std::io::ErrorKind::ConnectionRefused).into())
+        }
+
+        fn describe(&self) -> String {
+            "refusing".to_owned()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_refused_subscription_is_retried_after_doubling_delays_up_to_two_seconds() {
+        let dispatcher = Arc::new(Dispatcher::default());
+        let connector = Arc::new(Refusing::default());
+        let _watch = dispatcher.watch(WAITER, &connector, "ch", Duration::from_secs(1));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        dispatcher.shutdown();
+        let asked = connector.asked.lock().unwrap().clone();
+        let gaps: Vec<u128> = asked
+            .windows(2)
+            .map(|pair| (pair[1] - pair[0]).as_millis())
+            .collect();
+        assert_eq!(gaps, [50, 100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+    }
+
+    #[test]
+    fn a_subscriber_ended_with_its_runtime_is_started_again_on_the_next() {
+        let dispatcher = Arc::new(Dispatcher::default());
+        let connector = Arc::new(Refusing::default());
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+                .unwrap()
+        };
+        for runtime in [runtime(), runtime()] {
+            runtime.block_on(async {
+                let _watch = dispatcher.watch(WAITER, &connector, "ch", Duration::from_secs(1));
+                // The subscriber's first attempt.
+                tokio::task::yield_now().await;
+            });
+        }
+        assert_eq!(connector.asked.lock().unwrap().len(), 2);
+    }
 }

@@ -140,7 +140,11 @@ mod tests {
         let name = LockName::from("q");
         let left = Duration::from_secs(10);
         log.seen(&name, left, false);
-        assert_eq!(warnings(&captured).len(), 1);
+        let told = warnings(&captured);
+        assert_eq!(told.len(), 1);
+        // Its end, ten seconds from now on the wall clock, in the same format.
+        let end = told[0].split("ends at ").nth(1).unwrap();
+        assert!(end[..20] > *rfc3339(SystemTime::now()), "{end}");
         // The same quarantine, seen by another waiter later, its end told a little later
         // than first (the answers' timing varies).
         tokio::time::advance(Duration::from_secs(4)).await;
