@@ -416,7 +416,7 @@ async fn on_one_server_a_single_unanswered_command_moves_the_next_to_a_new_conne
     let proxy = support::FreezingProxy::start(server.port()).await;
     let driver = RedisDriver::builder(&proxy.url())
         .quarantine(Duration::ZERO)
-        .command_timeout(Duration::from_millis(300))
+        .command_timeout(Duration::from_secs(1))
         .build()
         .unwrap();
     let request =
