@@ -580,3 +580,29 @@ async fn a_release_soon_after_a_renewal_deletes_at_once_though_its_lock_delay_ou
     assert_eq!(commands.get("getdel"), Some(&1), "{commands:?}");
     assert_eq!(commands.get("get"), None, "{commands:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_script_call_that_fails_is_sent_once_and_loads_nothing() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    // Loads the scripts.
+    granted(&driver, &request("loaded", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    let mut admin = server.admin().await;
+    // A lock key of another type: the acquire script fails on the server.
+    let _: () = admin.rpush("{robit}:lock:listed", "x").await.unwrap();
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let err = driver.acquire(&request("listed", 2)).await.unwrap_err();
+    assert!(!err.is_transient(), "{err}");
+    // Only a missing script (NOSCRIPT) is loaded and sent again.
+    let commands = commands_run(&mut admin).await;
+    assert_eq!(commands.get("evalsha"), Some(&1), "{commands:?}");
+    assert_eq!(commands.get("script|load"), None, "{commands:?}");
+}
