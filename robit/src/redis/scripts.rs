@@ -368,6 +368,33 @@ impl WaiterArgs {
 mod tests {
     use super::*;
 
+    /// Each argument of `command`, as bytes.
+    fn args(command: &Cmd) -> Vec<Vec<u8>> {
+        command
+            .args_iter()
+            .map(|arg| match arg {
+                redis::Arg::Simple(bytes) => bytes.to_vec(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_call_in_full_is_eval_of_the_script_s_text_with_the_same_keys_and_arguments() {
+        let mut call = ScriptCall::new(&RAISE, 2, 2, 64);
+        call.key("k1").key("k2").arg("owner").arg(7);
+        let sent = args(&call.command);
+        let hash = RAISE.script().get_hash();
+        assert_eq!(
+            sent[..3],
+            [b"EVALSHA".to_vec(), hash.as_bytes().to_vec(), b"2".to_vec()]
+        );
+        let in_full = args(&call.in_full());
+        assert_eq!(in_full[0], b"EVAL");
+        assert_eq!(in_full[1], RAISE.source.as_bytes());
+        assert_eq!(in_full[2..], sent[2..]);
+    }
+
     #[test]
     fn a_key_is_one_argument() {
         let long = vec![b'x'; 3 * JOIN_ON_STACK];

@@ -157,6 +157,15 @@ mod tests {
     const WAITER: u128 = 0xa;
 
     #[test]
+    fn an_id_hashes_to_its_two_halves_folded_together() {
+        use std::hash::{BuildHasher, BuildHasherDefault};
+        let hash = |id: u128| BuildHasherDefault::<IdHasher>::default().hash_one(id);
+        assert_eq!(hash(0x1234), 0x1234);
+        assert_eq!(hash(0xff << 64 | 0x0f), 0xf0);
+        assert_ne!(hash(1), hash(2));
+    }
+
+    #[test]
     fn a_watch_that_is_never_polled_registers_nothing() {
         let waiters = Arc::new(Waiters::default());
         drop(waiters.watch(WAITER));
