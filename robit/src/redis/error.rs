@@ -265,6 +265,22 @@ mod tests {
     }
 
     #[test]
+    fn refused_credentials_are_a_permanent_error_that_says_so() {
+        let refused = [
+            server_error("-WRONGPASS invalid username-password pair\r\n"),
+            (ErrorKind::AuthenticationFailed, "no").into(),
+        ];
+        for err in refused {
+            let (transient, message) = classified(err);
+            assert!(!transient, "{message}");
+            assert!(
+                message.contains("Redis refused the credentials"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
     fn a_connection_is_replaced_after_an_io_error_or_an_answer_out_of_step_only() {
         use std::io;
         for kind in [

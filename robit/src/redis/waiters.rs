@@ -163,6 +163,10 @@ mod tests {
         assert_eq!(hash(0x1234), 0x1234);
         assert_eq!(hash(0xff << 64 | 0x0f), 0xf0);
         assert_ne!(hash(1), hash(2));
+        // Anything but an id (never hashed here) is folded in a byte at a time.
+        let mut bytes = IdHasher::default();
+        std::hash::Hasher::write(&mut bytes, &[0xff; 9]);
+        assert_eq!(std::hash::Hasher::finish(&bytes), 0xffff_ffff_ffff_ff00);
     }
 
     #[test]

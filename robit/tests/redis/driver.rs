@@ -606,3 +606,19 @@ async fn a_script_call_that_fails_is_sent_once_and_loads_nothing() {
     assert_eq!(commands.get("evalsha"), Some(&1), "{commands:?}");
     assert_eq!(commands.get("script|load"), None, "{commands:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_connection_loads_every_script_at_once_and_meets_no_noscript() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    let commands = commands_run(&mut server.admin().await).await;
+    // Acquire, renew, release, withdraw and inspect, in the connection's first round
+    // trip; then each call runs at its first sending.
+    assert_eq!(commands.get("script|load"), Some(&5), "{commands:?}");
+    assert_eq!(commands.get("evalsha"), Some(&2), "{commands:?}");
+}
