@@ -335,6 +335,15 @@ async fn many_mutexes_share_one_connection_and_one_subscription_which_ends_with_
     .await;
 }
 
+/// Zeroes the server's command counts (`CONFIG RESETSTAT`).
+async fn reset_stats(admin: &mut redis::aio::MultiplexedConnection) {
+    let _: () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query_async(admin)
+        .await
+        .unwrap();
+}
+
 /// Every command the server ran since `CONFIG RESETSTAT`, by name, the scripts' own calls
 /// included, less that `CONFIG RESETSTAT` and the `INFO` that reads them.
 async fn commands_run(admin: &mut redis::aio::MultiplexedConnection) -> BTreeMap<String, u64> {
@@ -373,11 +382,7 @@ async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
     // The first cycle loads the scripts and creates the namespace.
     mutex.lock().await.unwrap().unlock().await.unwrap();
     let mut admin = server.admin().await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    reset_stats(&mut admin).await;
     for _ in 0..10 {
         mutex.lock().await.unwrap().unlock().await.unwrap();
     }
@@ -570,11 +575,7 @@ async fn a_release_soon_after_a_renewal_deletes_at_once_though_its_lock_delay_ou
     let lease = granted(&driver, &request).await;
     assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
     let mut admin = server.admin().await;
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    reset_stats(&mut admin).await;
     lease.release().await.unwrap();
     let commands = commands_run(&mut admin).await;
     assert_eq!(commands.get("getdel"), Some(&1), "{commands:?}");
@@ -594,11 +595,7 @@ async fn a_script_call_that_fails_is_sent_once_and_loads_nothing() {
     let mut admin = server.admin().await;
     // A lock key of another type: the acquire script fails on the server.
     let _: () = admin.rpush("{robit}:lock:listed", "x").await.unwrap();
-    let _: () = redis::cmd("CONFIG")
-        .arg("RESETSTAT")
-        .query_async(&mut admin)
-        .await
-        .unwrap();
+    reset_stats(&mut admin).await;
     let err = driver.acquire(&request("listed", 2)).await.unwrap_err();
     assert!(!err.is_transient(), "{err}");
     // Only a missing script (NOSCRIPT) is loaded and sent again.
