@@ -379,8 +379,10 @@ async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
         .ttl(TTL)
         .build()
         .unwrap();
-    // The first cycle loads the scripts and creates the namespace.
+    // The first cycle loads the scripts, creates the namespace and starts the hand-off
+    // subscription, whose SUBSCRIBE a busy machine can send after the first unlock.
     mutex.lock().await.unwrap().unlock().await.unwrap();
+    crate::fair_queue::subscribed(&server).await;
     let mut admin = server.admin().await;
     reset_stats(&mut admin).await;
     for _ in 0..10 {

@@ -23,7 +23,7 @@ use support::{LONG, RedisServer, TTL, driver, request};
 /// Waits until the driver's hand-off subscription is live on the server: a release
 /// published before it would be lost (the driver then relies on polling, which these
 /// tests do not do).
-async fn subscribed(server: &RedisServer) {
+pub(super) async fn subscribed(server: &RedisServer) {
     within(LONG, "the hand-off subscription", async {
         while server.subscribers("robit:handoff").await == 0 {
             tokio::time::sleep(Duration::from_millis(5)).await;
