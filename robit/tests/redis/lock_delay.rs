@@ -225,7 +225,13 @@ async fn a_release_by_force_naming_anyone_but_the_holder_leaves_a_quorums_grant_
         )
         .await
         .unwrap();
-        assert!(left > Duration::ZERO && left <= LONG_DELAY, "{left:?}");
+        // A server that ran the grant's script later than the others keeps its key for
+        // the TTL and the delay from then: it can still be in the TTL when a majority is
+        // in the delay. No key outlives the TTL and the delay from now.
+        assert!(
+            left > Duration::ZERO && left <= SHORT_TTL + LONG_DELAY,
+            "{left:?}"
+        );
     }
     assert!(driver.force_release(&name, owner(HOLDER)).await.unwrap());
     assert_eq!(driver.inspect(&name).await.unwrap().state, LockState::Free);
