@@ -1,14 +1,17 @@
-//! For operators: what a lock's queue holds, and freeing a stuck holder by force.
+//! For operators: what a lock's queue holds.
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
 
 use super::{Shared, keys};
-use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken};
+use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState};
 
 /// The queue of `name`, oldest entry first.
-async fn queue(shared: &Shared, name: &LockName) -> Result<(Vec<u8>, Vec<KeyValue>), DriverError> {
+pub(super) async fn queue(
+    shared: &Shared,
+    name: &LockName,
+) -> Result<(Vec<u8>, Vec<KeyValue>), DriverError> {
     let prefix = keys::prefix(&shared.session.settings().namespace, name);
     let options = GetOptions::new()
         .with_range(keys::range_end(&prefix))
@@ -58,31 +61,4 @@ pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspecti
         inspection.expires_in = u64::try_from(left.ttl()).ok().map(Duration::from_secs);
     }
     Ok(inspection)
-}
-
-/// Deletes the head entry if `holder` wrote it and nothing wrote it since it was read:
-/// not a claim of a later attempt (whose grant it would free), nor a new entry under the
-/// same key.
-pub(super) async fn force_release(
-    shared: &Shared,
-    name: &LockName,
-    holder: OwnerToken,
-) -> Result<bool, DriverError> {
-    let (_, entries) = queue(shared, name).await?;
-    let Some(head) = entries.first() else {
-        return Ok(false);
-    };
-    if keys::parse_owner(head.value()) != Some(holder) {
-        return Ok(false);
-    }
-    let key = head.key().to_vec();
-    let same = Compare::mod_revision(key.clone(), CompareOp::Equal, head.mod_revision());
-    let txn = Txn::new().when([same]).and_then([TxnOp::delete(key, None)]);
-    let link = shared.session.client().await?;
-    let answer = link.client.kv_client().txn(txn).await.map_err(|err| {
-        shared
-            .session
-            .failed(link.index, "releasing an etcd lock by force", err)
-    })?;
-    Ok(answer.succeeded())
 }

@@ -65,6 +65,7 @@
 mod acquire;
 mod config;
 mod error;
+mod force_release;
 mod inspect;
 mod keys;
 mod lease;
@@ -247,6 +248,6 @@ impl Driver for EtcdDriver {
         name: &LockName,
         holder: OwnerToken,
     ) -> Result<bool, DriverError> {
-        inspect::force_release(&self.shared, name, holder).await
+        force_release::force_release(&self.shared, name, holder).await
     }
 }
