@@ -165,6 +165,31 @@ impl Settings {
     }
 
     pub(crate) fn validate(self) -> Result<Config, ConfigError> {
+        self.check_lease()?;
+        let drift = self.drift_factor;
+        #[cfg(robit_mutants)]
+        let drift = if self.mutant == Some(super::mutant::Mutant::DriftIgnored) {
+            0.0
+        } else {
+            drift
+        };
+        let validity = self
+            .ttl
+            .mul_f64(1.0 - drift)
+            .saturating_sub(self.safety_margin);
+        if validity.is_zero() {
+            return Err(ConfigError::NoValidity {
+                ttl: self.ttl,
+                safety_margin: self.safety_margin,
+            });
+        }
+        let timings = self.timings(validity)?;
+        self.check_limits()?;
+        Ok(self.into_config(validity, timings))
+    }
+
+    /// The name, the TTL, and what the validity is computed from.
+    fn check_lease(&self) -> Result<(), ConfigError> {
         if self.name.is_empty() {
             return Err(ConfigError::EmptyName);
         }
@@ -184,23 +209,12 @@ impl Settings {
                 safety_margin: self.safety_margin,
             });
         }
-        let drift = self.drift_factor;
-        #[cfg(robit_mutants)]
-        let drift = if self.mutant == Some(super::mutant::Mutant::DriftIgnored) {
-            0.0
-        } else {
-            drift
-        };
-        let validity = self
-            .ttl
-            .mul_f64(1.0 - drift)
-            .saturating_sub(self.safety_margin);
-        if validity.is_zero() {
-            return Err(ConfigError::NoValidity {
-                ttl: self.ttl,
-                safety_margin: self.safety_margin,
-            });
-        }
+        Ok(())
+    }
+
+    /// The renew period, the renew timeout and the jeopardy window, defaults filled in,
+    /// checked against the validity they must fit in.
+    fn timings(&self, validity: Duration) -> Result<Timings, ConfigError> {
         let renew_period = self.renew_period.unwrap_or(self.ttl / 3);
         let renew_timeout = self.renew_timeout.unwrap_or(self.ttl / 3);
         if renew_period.is_zero() {
@@ -232,6 +246,15 @@ impl Settings {
                 latest,
             });
         }
+        Ok(Timings {
+            renew_period,
+            renew_timeout,
+            jeopardy_within,
+        })
+    }
+
+    /// The hold's cap, the lock-delay, and the waiting `lock()`'s backoff.
+    fn check_limits(&self) -> Result<(), ConfigError> {
         if self.max_hold.is_some_and(|max| max.is_zero()) {
             return Err(ConfigError::ZeroMaxHold);
         }
@@ -252,7 +275,17 @@ impl Settings {
                 max: self.backoff.max,
             });
         }
-        Ok(Config {
+        Ok(())
+    }
+
+    /// The checked settings, as the mutex keeps them.
+    fn into_config(self, validity: Duration, timings: Timings) -> Config {
+        let Timings {
+            renew_period,
+            renew_timeout,
+            jeopardy_within,
+        } = timings;
+        Config {
             name: self.name,
             // A driver's own timers run on tokio's time; they stand in for the mutex's
             // only if that is the mutex's time too.
@@ -280,6 +313,13 @@ impl Settings {
             entropy: self.entropy,
             #[cfg(robit_mutants)]
             mutant: self.mutant,
-        })
+        }
     }
+}
+
+/// The renewal timings a configuration settles on.
+struct Timings {
+    renew_period: Duration,
+    renew_timeout: Duration,
+    jeopardy_within: Duration,
 }

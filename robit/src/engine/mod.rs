@@ -8,23 +8,23 @@
 //!
 //! The state machine is this module; the work around it lives in its children:
 //! [`acquire`](mod@acquire) (the `lock()` loop), [`watchdog`] (renewal and the validity
-//! deadline), [`release`](mod@release) (ending a hold), with [`hold`], [`timed`],
-//! [`config`], [`backoff`], [`stats`] and [`wake`].
+//! deadline), [`release`](mod@release) (ending a hold), with [`hold`], [`timing`],
+//! [`timed`], [`config`], [`backoff`] and [`stats`].
 
 mod acquire;
 mod backoff;
 mod config;
 mod hold;
-mod jeopardy;
-mod loss;
 #[cfg(robit_mutants)]
 mod mutant;
 mod refresh;
 mod release;
+mod signal_jeopardy;
+mod signal_loss;
 mod signals;
 mod stats;
 mod timed;
-mod wake;
+mod timing;
 mod watchdog;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -40,8 +40,8 @@ pub(crate) use self::config::{Config, Settings};
 pub use self::config::{
     DEFAULT_DRIFT_FACTOR, DEFAULT_SAFETY_MARGIN, DEFAULT_TTL, MAX_TTL, MIN_SAFETY_MARGIN,
 };
-pub(crate) use self::hold::Installed;
 use self::hold::{Ended, Hold, Phase};
+pub(crate) use self::hold::{HoldId, Installed, Which};
 #[cfg(robit_mutants)]
 pub use self::mutant::Mutant;
 pub(crate) use self::refresh::refresh;
@@ -50,6 +50,7 @@ use self::release::{in_background, release};
 pub(crate) use self::signals::Signals;
 pub use self::stats::Stats;
 pub(crate) use self::stats::StatsCells;
+use self::timing::Timing;
 use self::watchdog::{Duty, Watched};
 use crate::driver::{FenceToken, Lease};
 use crate::error::{LockError, UnlockError};
@@ -74,18 +75,8 @@ struct MutexState {
     phase: Phase,
     /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
     last: Option<Ended>,
-    /// The mutex's watchdog task, once a hold has started it.
-    watchdog: Option<watchdog::Running>,
-    /// The id of the last hold the watchdog has seen (0: none). A hold that ends before
-    /// its watchdog saw it needs no wake at its end: the watchdog has yet to look.
-    seen: u64,
-    /// When the watchdog, idle, looks at the mutex again by itself (`None`: only when
-    /// woken). A hold whose first renew is due no sooner needs no wake at its start.
-    idle_until: Option<Instant>,
-    /// `next_hold` when the watchdog last went idle: unchanged at its next look, the
-    /// mutex went unused for a whole renew period, and the watchdog stops looking by
-    /// itself until it is woken again.
-    holds_at_idle: u64,
+    /// The mutex's watchdog.
+    watchdog: watchdog::State,
     /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
     /// for the watchdog to release them.
     to_release: Vec<Arc<dyn Lease>>,
@@ -95,9 +86,9 @@ struct MutexState {
 
 impl MutexState {
     /// Takes the current hold (hold `id`, if given) and leaves the mutex idle.
-    fn take_hold(&mut self, id: Option<u64>) -> Option<Hold> {
+    fn take_hold(&mut self, which: Which) -> Option<Hold> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Held(hold) if id.is_none_or(|id| id == hold.id) => Some(hold),
+            Phase::Held(hold) if which.is(hold.id) => Some(hold),
             other => {
                 self.phase = other;
                 None
@@ -114,10 +105,7 @@ impl Core {
             state: StdMutex::new(MutexState {
                 phase: Phase::Idle,
                 last: None,
-                watchdog: None,
-                seen: 0,
-                idle_until: None,
-                holds_at_idle: 0,
+                watchdog: watchdog::State::default(),
                 to_release: Vec::new(),
                 closed: false,
             }),
@@ -166,7 +154,7 @@ impl Core {
         acquired_at: Instant,
         deadline: Instant,
     ) -> Installed {
-        let id = self.next_hold.fetch_add(1, Ordering::Relaxed);
+        let id = HoldId::nth(self.next_hold.fetch_add(1, Ordering::Relaxed));
         let fence = lease.fence();
         let lease_signals_loss = lease.signals_loss();
         let signals = Arc::new(Signals::new());
@@ -180,32 +168,12 @@ impl Core {
             deadline,
             signals: Arc::clone(&signals),
         });
-        // The watchdog need not look at once if it will look by itself before the first
-        // renew is due (and before the hold's cap, if that comes sooner), and the lease
-        // has no loss signal of its own to listen to: a short hold then ends without the
-        // watchdog ever running (see `Duty`).
-        let cap = self
-            .config
-            .max_hold
-            .and_then(|max| acquired_at.checked_add(max));
-        let looks_in_time = !lease_signals_loss
-            && state.idle_until.is_some_and(|until| {
-                sent.checked_add(self.config.renew_period) >= Some(until)
-                    && cap.is_none_or(|cap| cap >= until)
-            });
-        match &state.watchdog {
-            Some(running) if running.serves(runtime) => {
-                if !looks_in_time {
-                    running.wake();
-                }
-            }
-            _ => {
-                if let Some(stale) = state.watchdog.take() {
-                    stale.stop();
-                }
-                state.watchdog = Some(watchdog::start(self, runtime));
-            }
-        }
+        let started = watchdog::Started {
+            first_renew: sent.checked_add(self.config.renew_period),
+            cap: timing::cap_of(&self.config, acquired_at),
+            lease_signals_loss,
+        };
+        state.watchdog.hold_started(self, runtime, &started);
         Installed {
             id,
             acquired_at,
@@ -225,43 +193,19 @@ impl Core {
             Phase::Held(hold) => Some(Watched {
                 id: hold.id,
                 lease: Arc::clone(&hold.lease),
-                sent: hold.sent,
-                deadline: hold.deadline,
                 signals: Arc::clone(&hold.signals),
-                // A cap too far off to represent is no cap.
-                cap: self
-                    .config
-                    .max_hold
-                    .and_then(|max| hold.acquired_at.checked_add(max)),
+                timing: Timing::new(&self.config, hold.sent, hold.acquired_at, hold.deadline),
             }),
             Phase::Idle | Phase::Acquiring => None,
         };
-        state.idle_until = match &hold {
-            Some(hold) => {
-                state.seen = hold.id;
-                None
-            }
-            None => {
-                // Idle: look again a renew period from now, unless this look is that
-                // of a period in which no hold started. A mutex used again and again
-                // then never has to wake its watchdog for a short hold, and one left
-                // unused costs its watchdog one look, not one per period.
-                let holds = self.next_hold.load(Ordering::Relaxed);
-                let unused = state.holds_at_idle == holds
-                    && state.idle_until.is_some_and(|until| now >= until);
-                state.holds_at_idle = holds;
-                if unused {
-                    None
-                } else {
-                    now.checked_add(self.config.renew_period)
-                }
-            }
-        };
+        let holds = self.next_hold.load(Ordering::Relaxed);
+        let current = hold.as_ref().map(|hold| hold.id);
+        let idle_until = (state.watchdog).looked(current, now, holds, self.config.renew_period);
         Duty {
             to_release: std::mem::take(&mut state.to_release),
             exit: state.closed,
             hold,
-            idle_until: state.idle_until,
+            idle_until,
         }
     }
 
@@ -271,7 +215,7 @@ impl Core {
     pub(crate) fn close(self: &Arc<Self>) {
         let mut state = self.state();
         state.closed = true;
-        match &state.watchdog {
+        match state.watchdog.running() {
             Some(running) if running.is_alive() => running.wake(),
             _ => {
                 let orphans = std::mem::take(&mut state.to_release);
@@ -286,7 +230,7 @@ impl Core {
     /// Publishes a deadline renewed at `now`, and takes the hold out of jeopardy if the
     /// deadline is far enough off now; false if the hold is no longer current, or its
     /// old deadline passed before `now` (a renewal that came too late does not count).
-    pub(crate) fn extend(&self, id: u64, deadline: Instant, now: Instant) -> bool {
+    pub(crate) fn extend(&self, id: HoldId, deadline: Instant, now: Instant) -> bool {
         let (cleared, fence) = match &mut self.state().phase {
             Phase::Held(hold) if hold.id == id && now < hold.deadline => {
                 hold.deadline = deadline;
@@ -306,25 +250,19 @@ impl Core {
     /// Has the watchdog look at the mutex again: a refresh moved the deadline, perhaps
     /// earlier than the watchdog's timer.
     pub(crate) fn wake_watchdog(&self) {
-        if let Some(running) = &self.state().watchdog {
-            running.wake();
-        }
+        self.state().watchdog.wake();
     }
 
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
-    fn end_voluntarily(&self, id: Option<u64>) -> Result<(Hold, Instant), UnlockError> {
+    fn end_voluntarily(&self, which: Which) -> Result<(Hold, Instant), UnlockError> {
         let mut state = self.state();
-        if let Some(hold) = state.take_hold(id) {
+        if let Some(hold) = state.take_hold(which) {
             state.last = Some(Ended {
                 id: hold.id,
                 loss: None,
                 unreported_loss: None,
             });
-            if let Some(running) = &state.watchdog
-                && state.seen == hold.id
-            {
-                running.wake();
-            }
+            state.watchdog.hold_ended(hold.id);
             drop(state);
             let now = self.now();
             self.stats
@@ -332,8 +270,7 @@ impl Core {
             return Ok((hold, now));
         }
         match state.last.as_mut() {
-            Some(ended) if id.is_none_or(|id| id == ended.id) => match ended.unreported_loss.take()
-            {
+            Some(ended) if which.is(ended.id) => match ended.unreported_loss.take() {
                 Some(reason) => Err(UnlockError::Lost(reason)),
                 None => Err(UnlockError::AlreadyReleased),
             },
@@ -345,14 +282,14 @@ impl Core {
     /// the path for dropped guards and mutexes. The watchdog does it if it runs on the
     /// current runtime (or there is none); otherwise — its runtime idle elsewhere, or shut
     /// down — the release runs on the current runtime, which is running now.
-    pub(crate) fn release_in_background(self: &Arc<Self>, id: Option<u64>) {
-        let Ok((hold, _)) = self.end_voluntarily(id) else {
+    pub(crate) fn release_in_background(self: &Arc<Self>, which: Which) {
+        let Ok((hold, _)) = self.end_voluntarily(which) else {
             return;
         };
         tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
         let runtime = tokio::runtime::Handle::try_current().ok();
         let mut state = self.state();
-        match (&state.watchdog, &runtime) {
+        match (state.watchdog.running(), &runtime) {
             (Some(running), Some(runtime)) if running.serves(runtime) => running.wake(),
             (Some(running), None) if running.is_alive() => running.wake(),
             _ => {
@@ -365,18 +302,18 @@ impl Core {
     }
 
     /// Whether hold `id` (or any hold) is current and inside its validity deadline.
-    pub(crate) fn is_held(&self, id: Option<u64>) -> bool {
+    pub(crate) fn is_held(&self, which: Which) -> bool {
         let now = self.now();
         let phase = &self.state().phase;
         #[cfg(robit_mutants)]
         if self.config.planted(mutant::Mutant::NoLossSignal) {
-            return matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id));
+            return matches!(phase, Phase::Held(hold) if which.is(hold.id));
         }
-        matches!(phase, Phase::Held(hold) if id.is_none_or(|id| id == hold.id) && now < hold.deadline)
+        matches!(phase, Phase::Held(hold) if which.is(hold.id) && now < hold.deadline)
     }
 
     /// The validity deadline of hold `id`, while it is the current hold (past or not).
-    pub(crate) fn deadline(&self, id: u64) -> Option<Instant> {
+    pub(crate) fn deadline(&self, id: HoldId) -> Option<Instant> {
         match &self.state().phase {
             Phase::Held(hold) if hold.id == id => Some(hold.deadline),
             Phase::Idle | Phase::Acquiring | Phase::Held(_) => None,

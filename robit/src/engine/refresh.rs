@@ -1,27 +1,28 @@
 //! `refresh()`: a renewal the holder makes itself, for mutexes built without the
 //! watchdog's renewals.
 //!
-//! It follows the watchdog's rules: the new deadline counts from the refresh's send
-//! time, an answer that lands at or after the old deadline comes too late, and a backend
-//! that says the grant is gone ends the hold as lost, signalled through every channel.
-//! Refreshes of one mutex run one at a time: two in flight could reach the backend in
-//! either order, and the mutex must believe the later of the two sends, not the later of
-//! the two answers.
+//! Its answer means what a watchdog renewal's would: one function decides both
+//! ([`Timing::judge`]). The new deadline counts from the refresh's send time, an answer
+//! that lands at or after the old deadline (or the hold's cap) comes too late, and a
+//! backend that says the grant is gone ends the hold as lost, signalled through every
+//! channel. Refreshes of one mutex run one at a time: two in flight could reach the
+//! backend in either order, and the mutex must believe the later of the two sends, not
+//! the later of the two answers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::hold::Phase;
+use super::hold::{HoldId, Phase, Which};
+use super::timing::{Timing, Verdict};
 use super::{Core, MAX_TTL, Signals};
-use crate::driver::{Lease, Renewal};
+use crate::driver::Lease;
 use crate::error::RefreshError;
 use crate::loss::LossReason;
 
-/// Renews hold `id` (or the current hold) for `ttl`, and returns how long it is valid
-/// from now.
+/// Renews the hold `which` names for `ttl`, and returns how long it is valid from now.
 pub(crate) async fn refresh(
     core: &Arc<Core>,
-    id: Option<u64>,
+    which: Which,
     ttl: Duration,
 ) -> Result<Duration, RefreshError> {
     let config = &core.config;
@@ -34,64 +35,78 @@ pub(crate) async fn refresh(
         .and_then(|ttl| config.validity_of(ttl))
         .ok_or(RefreshError::InvalidTtl { ttl })?;
     let _one_at_a_time = core.refreshing.lock().await;
-    let (id, lease, signals) = core.refreshable(id)?;
+    let Refreshable {
+        id,
+        lease,
+        signals,
+        timing,
+    } = core.refreshable(which)?;
     let sent = core.now();
-    let Some(deadline) = core.deadline(id).filter(|deadline| sent < *deadline) else {
+    if sent >= timing.deadline() {
         core.lose_and_free(id, LossReason::DeadlinePassed);
         return Err(RefreshError::Lost(LossReason::DeadlinePassed));
-    };
+    }
     let limit = config
         .renew_timeout
-        .min(deadline.saturating_duration_since(sent));
-    let result = tokio::select! {
+        .min(timing.deadline().saturating_duration_since(sent));
+    let answer = tokio::select! {
         biased;
         () = signals.lost.cancelled() => {
             return Err(RefreshError::Lost(signals.loss().unwrap_or(LossReason::DriverSignalled)));
         }
-        result = core.within_from(sent, limit, lease.renew(ttl)) => result,
+        answer = core.within_from(sent, limit, lease.renew(ttl)) => answer,
     };
     let now = core.now();
-    match result {
-        Ok(Renewal::Renewed) => {
-            if core.extend(id, sent + validity, now) {
+    match timing.judge(config, answer, sent, now, validity) {
+        Verdict::Renewed { deadline, slack } => {
+            if core.extend(id, deadline, now) {
                 // The new deadline may come before the watchdog's timer: it re-reads.
                 core.wake_watchdog();
-                core.stats.renewed(deadline.saturating_duration_since(now));
-                return Ok((sent + validity).saturating_duration_since(now));
+                core.stats.renewed(slack);
+                return Ok(deadline.saturating_duration_since(now));
             }
             // Gone meanwhile (a loss the watchdog signalled), or too late.
             let reason = signals.loss().unwrap_or(LossReason::DeadlinePassed);
             core.lose_and_free(id, reason);
             Err(RefreshError::Lost(reason))
         }
-        Ok(Renewal::Lost) => {
-            core.lose(id, LossReason::NotOwner);
-            Err(RefreshError::Lost(LossReason::NotOwner))
-        }
-        Err(error) => {
+        Verdict::Failed(error) => {
             core.stats.renew_failed();
             tracing::warn!(target: "robit", lock = %config.name, %error, "refresh failed; the lease stays valid until its deadline");
             Err(RefreshError::Backend(error))
         }
+        Verdict::Lost(reason) => {
+            core.lose_and_free(id, reason);
+            Err(RefreshError::Lost(signals.loss().unwrap_or(reason)))
+        }
     }
 }
 
-/// A hold to refresh: its id, lease and signals.
-type Refreshable = (u64, Arc<dyn Lease>, Arc<Signals>);
+/// A hold to refresh.
+struct Refreshable {
+    id: HoldId,
+    lease: Arc<dyn Lease>,
+    signals: Arc<Signals>,
+    timing: Timing,
+}
 
 impl Core {
-    /// Hold `id` (or the current hold), its lease and signals, if it can be refreshed:
-    /// otherwise why not.
-    fn refreshable(&self, id: Option<u64>) -> Result<Refreshable, RefreshError> {
+    /// The hold `which` names, if it can be refreshed: otherwise why not.
+    fn refreshable(&self, which: Which) -> Result<Refreshable, RefreshError> {
         let state = self.state();
         match &state.phase {
-            Phase::Held(hold) if id.is_none_or(|id| id == hold.id) => {
-                return Ok((hold.id, Arc::clone(&hold.lease), Arc::clone(&hold.signals)));
+            Phase::Held(hold) if which.is(hold.id) => {
+                return Ok(Refreshable {
+                    id: hold.id,
+                    lease: Arc::clone(&hold.lease),
+                    signals: Arc::clone(&hold.signals),
+                    timing: Timing::new(&self.config, hold.sent, hold.acquired_at, hold.deadline),
+                });
             }
             Phase::Idle | Phase::Acquiring | Phase::Held(_) => {}
         }
         match &state.last {
-            Some(ended) if id.is_none_or(|id| id == ended.id) => match ended.loss {
+            Some(ended) if which.is(ended.id) => match ended.loss {
                 Some(reason) => Err(RefreshError::Lost(reason)),
                 None => Err(RefreshError::NotHeld),
             },

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use super::Core;
+use super::hold::Which;
 use crate::driver::Lease;
 use crate::error::UnlockError;
 
 /// Unlocks and waits for the backend to confirm the release.
-pub(crate) async fn unlock(core: &Arc<Core>, id: Option<u64>) -> Result<(), UnlockError> {
-    let (hold, now) = core.end_voluntarily(id)?;
+pub(crate) async fn unlock(core: &Arc<Core>, which: Which) -> Result<(), UnlockError> {
+    let (hold, now) = core.end_voluntarily(which)?;
     #[cfg(robit_mutants)]
     super::mutant::loss_after_unlock(
         &core.config,

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Handle;
 use crate::driver::FenceToken;
-use crate::engine::{self, Installed, Signals};
+use crate::engine::{self, HoldId, Installed, Signals, Which};
 use crate::error::{RefreshError, UnlockError};
 use crate::loss::LossReason;
 
@@ -41,7 +41,7 @@ use crate::loss::LossReason;
 #[must_use = "dropping the guard ends the hold and releases the lock in the background"]
 pub struct Guard {
     handle: Arc<Handle>,
-    id: u64,
+    id: HoldId,
     fence: FenceToken,
     signals: Arc<Signals>,
     armed: bool,
@@ -102,7 +102,7 @@ impl Guard {
 
     /// Whether this hold is current and inside its validity deadline.
     pub fn is_held(&self) -> bool {
-        self.handle.core.is_held(Some(self.id))
+        self.handle.core.is_held(Which::Hold(self.id))
     }
 
     /// When this hold's validity ends unless a renewal succeeds first, as the mutex
@@ -142,7 +142,7 @@ impl Guard {
     /// was not already); [`RefreshError::Backend`] if the backend did not confirm (the
     /// hold stays valid until its deadline: retry).
     pub async fn refresh(&self, ttl: Duration) -> Result<Duration, RefreshError> {
-        engine::refresh(&self.handle.core, Some(self.id), ttl).await
+        engine::refresh(&self.handle.core, Which::Hold(self.id), ttl).await
     }
 
     /// Releases the lock and waits for the backend to confirm.
@@ -155,7 +155,7 @@ impl Guard {
     /// backend did not confirm (the lock is released locally either way).
     pub async fn unlock(mut self) -> Result<(), UnlockError> {
         self.armed = false;
-        engine::unlock(&self.handle.core, Some(self.id)).await
+        engine::unlock(&self.handle.core, Which::Hold(self.id)).await
     }
 
     /// Ends a hold whose work could not finish in time: signals the loss if the
@@ -183,7 +183,7 @@ impl Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         if self.armed {
-            self.handle.core.release_in_background(Some(self.id));
+            self.handle.core.release_in_background(Which::Hold(self.id));
         }
     }
 }

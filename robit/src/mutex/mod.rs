@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::builder::MutexBuilder;
 pub use self::guard::Guard;
 use crate::driver::{Driver, FenceToken, LockName};
-use crate::engine::{self, Config, Core, Stats, StatsCells, Wait};
+use crate::engine::{self, Config, Core, Stats, StatsCells, Wait, Which};
 use crate::error::{LockError, RefreshError, UnlockError};
 
 /// A distributed mutex: one would-be holder of one named lock on a backend.
@@ -85,7 +85,7 @@ pub(crate) struct Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.core.release_in_background(None);
+        self.core.release_in_background(Which::Current);
         self.core.close();
     }
 }
@@ -170,7 +170,7 @@ impl Mutex {
     /// first time after the lease was lost; [`UnlockError::Backend`] if the backend did
     /// not confirm (the lock is released locally either way).
     pub async fn unlock(&self) -> Result<(), UnlockError> {
-        engine::unlock(self.core(), None).await
+        engine::unlock(self.core(), Which::Current).await
     }
 
     /// Extends the lease this mutex holds by `ttl` from now, for a mutex built with
@@ -184,13 +184,13 @@ impl Mutex {
         &self,
         ttl: std::time::Duration,
     ) -> Result<std::time::Duration, RefreshError> {
-        engine::refresh(self.core(), None, ttl).await
+        engine::refresh(self.core(), Which::Current, ttl).await
     }
 
     /// Whether this mutex holds the lock now: acquired, not unlocked, not lost, and
     /// inside its validity deadline. Turns false the moment loss is signalled.
     pub fn is_held(&self) -> bool {
-        self.core().is_held(None)
+        self.core().is_held(Which::Current)
     }
 
     /// The fencing token of the current hold, if any.

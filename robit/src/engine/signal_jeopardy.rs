@@ -11,7 +11,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use tokio::time::Instant;
 
 use super::Core;
-use super::hold::Phase;
+use super::hold::{HoldId, Phase};
 use super::signals::Signals;
 use crate::driver::FenceToken;
 use crate::jeopardy::{Jeopardy, JeopardyEvent};
@@ -19,16 +19,14 @@ use crate::jeopardy::{Jeopardy, JeopardyEvent};
 impl Core {
     /// The instant a hold with `deadline` enters jeopardy.
     pub(crate) fn jeopardy_at(&self, deadline: Instant) -> Instant {
-        deadline
-            .checked_sub(self.config.jeopardy_within)
-            .unwrap_or(deadline)
+        super::timing::jeopardy_at(&self.config, deadline)
     }
 
     /// Puts hold `id` into jeopardy at `now`, if it is current, due for it by its
     /// deadline as it stands (a refresh may have just moved it), and not in jeopardy yet.
     /// The flag is set under the mutex's lock, so that a refresh's [`extend`](Core::extend)
     /// sees it or comes after.
-    pub(crate) fn endanger(&self, id: u64, now: Instant) {
+    pub(crate) fn endanger(&self, id: HoldId, now: Instant) {
         let (fence, deadline) = match &self.state().phase {
             Phase::Held(hold) if hold.id == id && now >= self.jeopardy_at(hold.deadline) => {
                 if !hold.signals.set_jeopardy(true) {

@@ -5,24 +5,19 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use super::Core;
-use super::hold::Ended;
+use super::hold::{Ended, HoldId, Which};
 use super::release::{in_background, release};
 use crate::driver::Lease;
 use crate::loss::{LossEvent, LossReason};
 
 impl Core {
     /// Ends hold `id` as lost and signals it through every channel, unless the hold
-    /// already ended. Returns whether this call signalled.
-    pub(crate) fn lose(&self, id: u64, reason: LossReason) -> bool {
-        self.lose_hold(id, reason).is_some()
-    }
-
-    /// Ends hold `id` as lost, as [`lose`](Self::lose) does, and when its grant may still
-    /// be live on the backend (a deadline passed, a cap reached) frees it early for the
-    /// next waiter — owner-checked, so harmless if it is gone — unless a lock-delay is to
-    /// keep others out after the grant expires, since the holder may still be writing,
-    /// unaware of the loss. Returns whether this call signalled.
-    pub(crate) fn lose_and_free(self: &Arc<Self>, id: u64, reason: LossReason) -> bool {
+    /// already ended. When its grant may still be live on the backend (a deadline
+    /// passed, a cap reached), frees it early for the next waiter — owner-checked, so
+    /// harmless if it is gone — unless a lock-delay is to keep others out after the grant
+    /// expires, since the holder may still be writing, unaware of the loss. Returns
+    /// whether this call signalled.
+    pub(crate) fn lose_and_free(self: &Arc<Self>, id: HoldId, reason: LossReason) -> bool {
         let Some(lease) = self.lose_hold(id, reason) else {
             return false;
         };
@@ -36,15 +31,15 @@ impl Core {
         true
     }
 
-    /// [`lose`](Self::lose), answering the lease of the hold it ended.
-    fn lose_hold(&self, id: u64, reason: LossReason) -> Option<Arc<dyn Lease>> {
+    /// Ends hold `id` as lost and signals it, answering the lease of the hold it ended.
+    fn lose_hold(&self, id: HoldId, reason: LossReason) -> Option<Arc<dyn Lease>> {
         #[cfg(robit_mutants)]
         if self.config.planted(super::mutant::Mutant::NoLossSignal) {
             return None;
         }
         let hold = {
             let mut state = self.state();
-            let hold = state.take_hold(Some(id))?;
+            let hold = state.take_hold(Which::Hold(id))?;
             state.last = Some(Ended {
                 id,
                 loss: Some(reason),
