@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::future::join_all;
 
 use super::keys::BUCKETS;
-use super::scripts::{CREATE, ScriptCall};
+use super::script_args::CreateArgs;
+use super::scripts::ScriptCall;
 use super::{Connector, Inner};
 
 impl<C: Connector> Inner<C> {
@@ -40,10 +41,11 @@ impl<C: Connector> Inner<C> {
         let calls: Vec<ScriptCall> = (0..BUCKETS)
             .map(|bucket| {
                 let keys = self.settings.bucket_keys(bucket);
-                let mut call =
-                    ScriptCall::new(&CREATE, 1, 1, keys.call_bytes(&self.settings.channel));
-                call.key(keys.fence()).arg(identity.as_bytes());
-                call
+                let args = CreateArgs {
+                    fence: keys.fence(),
+                    server: identity.as_bytes(),
+                };
+                ScriptCall::new(&args, keys.call_bytes(&self.settings.channel))
             })
             .collect();
         let limit = self.settings.command_timeout;

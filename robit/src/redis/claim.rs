@@ -9,10 +9,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::answers::AcquireAnswer;
-use super::lease::RedisLease;
+use super::keys::NameKeys;
+use super::lease::{LeaseGrant, RedisLease};
 use super::millis::millis_ceil;
-use super::scripts::{ACQUIRE, ScriptCall, Span, WaiterArgs};
-use super::{Connector, RedisDriver, flag};
+use super::script_args::AcquireArgs;
+use super::scripts::{ScriptCall, Span, WaiterArgs};
+use super::{Connector, RedisDriver};
 use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};
 use crate::millis::Millis;
 
@@ -44,20 +46,16 @@ impl<C: Connector> RedisDriver<C> {
         }
         let owner = hex128(request.owner.as_u128());
         let span = Span::new(request.ttl, request.lock_delay);
-        let mut call = self.acquire_call(request, &owner, &span, proposal.is_some());
+        let waiter = request.waiter.as_ref().map(WaiterArgs::new);
+        let keys = inner.settings.keys(&request.name);
+        let mut args = self.acquire_args(request, &keys, &owner, &span, waiter.as_ref());
+        args.proposal = proposal;
         let sent = tokio::time::Instant::now();
         // The script compares the server the namespace was written on with the one it
         // runs on: the argument (read it there, or detection off) is the connection's.
         let current = inner.connection().await?;
-        call.arg(current.identity.as_bytes());
-        match (&span.text, proposal) {
-            (Some(text), _) => call.arg(text.as_str()),
-            (None, Some(_)) => call.arg(""),
-            (None, None) => &mut call,
-        };
-        if let Some(proposal) = proposal {
-            call.arg(proposal);
-        }
+        args.server = current.identity.as_bytes();
+        let call = ScriptCall::new(&args, keys.call_bytes(&inner.settings.channel));
         let (answer, acked) = inner.run_acked_on(current, &call).await?;
         // A grant that created the namespace in cluster mode starts creating its
         // buckets before the namespace counts as seen, so that no acquire of this driver
@@ -100,10 +98,15 @@ impl<C: Connector> RedisDriver<C> {
         };
         let lease = RedisLease::new(
             inner,
-            request.name.clone(),
-            owner,
-            (fence, next),
-            (sent, request.ttl, request.lock_delay),
+            LeaseGrant {
+                name: request.name.clone(),
+                owner,
+                fence,
+                next,
+                sent,
+                ttl: request.ttl,
+                lock_delay: request.lock_delay,
+            },
         );
         if let Err(err) = acked {
             // Not counted: give it back rather than let it block others.
@@ -113,30 +116,28 @@ impl<C: Connector> RedisDriver<C> {
         Ok(Claim::Granted(lease))
     }
 
-    /// The acquire script's call for `request`, but for its last arguments (the
-    /// server's identity, the span, the proposal), which [`claim`](Self::claim) adds.
-    fn acquire_call(
-        &self,
+    /// The acquire script's arguments for `request`, but for the server's identity,
+    /// which [`claim`](Self::claim) sets once it has a connection, and a quorum's
+    /// proposal.
+    fn acquire_args<'a>(
+        &'a self,
         request: &AcquireRequest,
-        owner: &[u8; 32],
-        span: &Span,
-        proposed: bool,
-    ) -> ScriptCall {
+        keys: &'a NameKeys<'a>,
+        owner: &'a [u8; 32],
+        span: &'a Span,
+        waiter: Option<&'a WaiterArgs>,
+    ) -> AcquireArgs<'a> {
         let inner = &self.inner;
         let settings = &inner.settings;
-        let waiter = request.waiter.as_ref().map(|waiter| {
-            // A queue entry outlives its waiter's silence several times over.
-            let queue_ttl = waiter
-                .retry_within
-                .saturating_mul(4)
-                .max(Duration::from_secs(1));
-            (WaiterArgs::new(waiter), millis_ceil(queue_ttl))
+        // A queue entry outlives its waiter's silence several times over.
+        let queue_ttl = request.waiter.as_ref().map_or(0, |waiter| {
+            millis_ceil(
+                waiter
+                    .retry_within
+                    .saturating_mul(4)
+                    .max(Duration::from_secs(1)),
+            )
         });
-        let (id, entry, queue_ttl) = match &waiter {
-            Some((waiter, queue_ttl)) => (waiter.id(), waiter.entry(), *queue_ttl),
-            None => (&[][..], &[][..], 0),
-        };
-        let queued = request.waiter.is_some_and(|waiter| waiter.attempt > 0);
         let quarantine = if settings.quarantine.is_zero() {
             0
         } else {
@@ -144,32 +145,27 @@ impl<C: Connector> RedisDriver<C> {
             // lock-delay included.
             millis_ceil(settings.quarantine.max(request.ttl + request.lock_delay))
         };
-        let args = match (span.text.is_some(), proposed) {
-            (_, true) => 13,
-            (true, false) => 12,
-            (false, false) => 11,
-        };
-        let keys = settings.keys(&request.name);
-        let mut call = ScriptCall::new(&ACQUIRE, 4, args, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.queue())
-            .key(keys.fence())
-            .key(keys.quarantine())
-            .arg(&owner[..])
-            .arg(span.key_ms)
-            .arg(id)
-            .arg(entry)
-            .arg(queue_ttl)
-            .arg(&settings.channel)
-            .arg(settings.handoff_window_ms)
-            .arg(quarantine)
+        AcquireArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+            fence: keys.fence(),
+            quarantine: keys.quarantine(),
+            owner: &owner[..],
+            key_ms: span.key_ms,
+            waiter: waiter.map_or(&[][..], WaiterArgs::id),
+            entry: waiter.map_or(&[][..], WaiterArgs::entry),
+            queue_ttl_ms: queue_ttl,
+            channel: &settings.channel,
+            handoff_ms: settings.handoff_window_ms,
+            quarantine_ms: quarantine,
             // While this driver creates the namespace's buckets, a missing one is one it
             // has not reached yet.
-            .arg(flag(
-                inner.namespace.missing_means_lost() && !inner.sweeping.load(Ordering::Relaxed),
-            ))
-            .arg(flag(queued));
-        call
+            lost: inner.namespace.missing_means_lost() && !inner.sweeping.load(Ordering::Relaxed),
+            queued: request.waiter.is_some_and(|waiter| waiter.attempt > 0),
+            server: b"",
+            span: span.text.as_deref(),
+            proposal: None,
+        }
     }
 }
 
@@ -208,18 +204,20 @@ mod tests {
         }
         let owner = hex128(u128::MAX);
         let span = Span::new(MAX_TTL, MAX_TTL);
-        let mut call = driver.acquire_call(&request, &owner, &span, true);
+        let settings = &driver.inner.settings;
+        let keys = settings.keys(&request.name);
+        let waiter = request.waiter.as_ref().map(WaiterArgs::new);
+        let mut args = driver.acquire_args(&request, &keys, &owner, &span, waiter.as_ref());
         let identity = Identity::parse(&format!(
             "run_id:{}\r\nmaster_replid:{}\r\n",
             "f".repeat(40),
             "e".repeat(40)
         ))
         .unwrap();
-        call.arg(identity.as_bytes())
-            .arg(span.text.as_deref().unwrap())
-            .arg(u64::MAX);
-        let settings = &driver.inner.settings;
-        let room = settings.keys(&request.name).call_bytes(&settings.channel);
+        args.server = identity.as_bytes();
+        args.proposal = Some(u64::MAX);
+        let call = ScriptCall::new(&args, 0);
+        let room = keys.call_bytes(&settings.channel);
         let used = call.bytes();
         // Room for all of it, and not much more: a buffer sized once, and small.
         assert!(used <= room, "{used} bytes in room for {room}");

@@ -5,7 +5,8 @@ use std::time::Duration;
 use redis::{FromRedisValue, ParsingError, Value};
 
 use super::answers::Freed;
-use super::scripts::{INSPECT, RELEASE, ScriptCall};
+use super::script_args::{InspectArgs, ReleaseArgs};
+use super::scripts::ScriptCall;
 use super::{Connector, RedisDriver};
 use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken, hex128};
 
@@ -14,8 +15,11 @@ impl<C: Connector> RedisDriver<C> {
     pub(super) async fn inspect_lock(&self, name: &LockName) -> Result<Inspection, DriverError> {
         let settings = &self.inner.settings;
         let keys = settings.keys(name);
-        let mut call = ScriptCall::new(&INSPECT, 2, 0, keys.call_bytes(&settings.channel));
-        call.key(keys.lock()).key(keys.queue());
+        let args = InspectArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let Seen(inspection) = self.inner.run(&call).await?;
         Ok(inspection)
     }
@@ -30,13 +34,16 @@ impl<C: Connector> RedisDriver<C> {
         let settings = &self.inner.settings;
         let owner = hex128(holder.as_u128());
         let keys = settings.keys(name);
-        let mut call = ScriptCall::new(&RELEASE, 2, 4, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.queue())
-            .arg(&owner[..])
-            .arg(&settings.channel)
-            .arg(settings.handoff_window_ms)
-            .arg(super::flag(true));
+        let args = ReleaseArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+            owner: &owner[..],
+            channel: &settings.channel,
+            handoff_ms: settings.handoff_window_ms,
+            careful: true,
+            quietly: None,
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let freed: Freed = self.inner.run(&call).await?;
         let done = !matches!(freed, Freed::Nothing);
         self.inner

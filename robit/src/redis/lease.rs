@@ -9,7 +9,8 @@ use async_trait::async_trait;
 
 use super::answers::Freed;
 use super::millis::millis_ceil;
-use super::scripts::{RAISE, RELEASE, RENEW, ScriptCall, Span, WaiterArgs};
+use super::script_args::{RaiseArgs, ReleaseArgs, RenewArgs};
+use super::scripts::{ScriptCall, Span, WaiterArgs};
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};
 
@@ -31,15 +32,32 @@ pub(super) struct RedisLease<C: Connector> {
     ours_until: StdMutex<Instant>,
 }
 
+/// What an acquire's grant gives its lease: the grant, and when the acquire was sent.
+pub(super) struct LeaseGrant {
+    pub(super) name: LockName,
+    /// The owner token as stored in the lock key: 32 lower-case hex digits.
+    pub(super) owner: [u8; 32],
+    pub(super) fence: FenceToken,
+    /// The waiter first in line behind the grant, if any.
+    pub(super) next: Option<u128>,
+    /// When the acquire was sent, by this process's clock.
+    pub(super) sent: Instant,
+    pub(super) ttl: Duration,
+    pub(super) lock_delay: Duration,
+}
+
 impl<C: Connector> RedisLease<C> {
-    /// The lease on a grant to `owner` by an acquire sent at `sent` for `ttl`.
-    pub(super) fn new(
-        inner: &Arc<Inner<C>>,
-        name: LockName,
-        owner: [u8; 32],
-        (fence, next): (FenceToken, Option<u128>),
-        (sent, ttl, lock_delay): (Instant, Duration, Duration),
-    ) -> Self {
+    /// The lease on `grant`.
+    pub(super) fn new(inner: &Arc<Inner<C>>, grant: LeaseGrant) -> Self {
+        let LeaseGrant {
+            name,
+            owner,
+            fence,
+            next,
+            sent,
+            ttl,
+            lock_delay,
+        } = grant;
         Self {
             inner: Arc::clone(inner),
             name,
@@ -65,11 +83,13 @@ impl<C: Connector> RedisLease<C> {
     pub(super) async fn raise(&self, token: u64) -> Result<bool, DriverError> {
         let settings = &self.inner.settings;
         let keys = settings.keys(&self.name);
-        let mut call = ScriptCall::new(&RAISE, 2, 2, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.fence())
-            .arg(&self.owner[..])
-            .arg(token);
+        let args = RaiseArgs {
+            lock: keys.lock(),
+            fence: keys.fence(),
+            owner: &self.owner[..],
+            token,
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let raised: i64 = self.inner.run(&call).await?;
         Ok(raised == 1)
     }
@@ -89,15 +109,14 @@ impl<C: Connector> Lease for RedisLease<C> {
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let settings = &self.inner.settings;
         let span = Span::new(ttl, self.lock_delay);
-        let args = if span.text.is_some() { 4 } else { 2 };
         let keys = settings.keys(&self.name);
-        let mut call = ScriptCall::new(&RENEW, 1, args, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .arg(&self.owner[..])
-            .arg(millis_ceil(ttl));
-        if let Some(text) = &span.text {
-            call.arg(text.as_str()).arg(span.key_ms);
-        }
+        let args = RenewArgs {
+            lock: keys.lock(),
+            owner: &self.owner[..],
+            ttl_ms: millis_ceil(ttl),
+            lock_delay: span.text.as_deref().map(|text| (text, span.key_ms)),
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let sent = Instant::now();
         let current = self.inner.connection().await?;
         let (renewed, acked): (i64, _) = self.inner.run_acked_on(current, &call).await?;
@@ -127,18 +146,16 @@ impl<C: Connector> RedisLease<C> {
     fn release_call(&self, quietly: Option<Option<&WaiterArgs>>) -> ScriptCall {
         let settings = &self.inner.settings;
         let keys = settings.keys(&self.name);
-        let args = if quietly.is_some() { 6 } else { 4 };
-        let mut call = ScriptCall::new(&RELEASE, 2, args, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.queue())
-            .arg(&self.owner[..])
-            .arg(&settings.channel)
-            .arg(settings.handoff_window_ms)
-            .arg(super::flag(Instant::now() >= *self.ours_until()));
-        if let Some(waiter) = quietly {
-            call.arg("1").arg(waiter.map_or(&[][..], WaiterArgs::entry));
-        }
-        call
+        let args = ReleaseArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+            owner: &self.owner[..],
+            channel: &settings.channel,
+            handoff_ms: settings.handoff_window_ms,
+            careful: Instant::now() >= *self.ours_until(),
+            quietly: quietly.map(|waiter| waiter.map(WaiterArgs::entry)),
+        };
+        ScriptCall::new(&args, keys.call_bytes(&settings.channel))
     }
 
     /// Gives the grant back without handing the lock to anyone now: a quorum's member
@@ -170,10 +187,15 @@ mod tests {
         let owner = crate::driver::hex128(OwnerToken::from_u128(1).as_u128());
         let lease = RedisLease::new(
             &driver.inner,
-            LockName::from("l"),
-            owner,
-            (FenceToken::new(1), None),
-            (Instant::now(), Duration::from_secs(1), Duration::ZERO),
+            LeaseGrant {
+                name: LockName::from("l"),
+                owner,
+                fence: FenceToken::new(1),
+                next: None,
+                sent: Instant::now(),
+                ttl: Duration::from_secs(1),
+                lock_delay: Duration::ZERO,
+            },
         );
         assert!(!lease.signals_loss());
     }

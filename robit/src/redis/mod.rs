@@ -89,6 +89,7 @@ mod namespace;
 mod notify;
 mod quarantine;
 mod redlock;
+mod script_args;
 mod scripts;
 mod sentinel;
 mod waiters;
@@ -117,7 +118,8 @@ use self::config::Settings;
 use self::namespace::Namespace;
 use self::notify::Dispatcher;
 use self::quarantine::QuarantineLog;
-use self::scripts::{ScriptCall, WITHDRAW, WaiterArgs};
+use self::script_args::WithdrawArgs;
+use self::scripts::{ScriptCall, WaiterArgs};
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
@@ -310,13 +312,15 @@ impl<C: Connector> Driver for RedisDriver<C> {
         let name = &request.name;
         let waiter = WaiterArgs::new(waiter);
         let keys = settings.keys(name);
-        let mut call = ScriptCall::new(&WITHDRAW, 2, 4, keys.call_bytes(&settings.channel));
-        call.key(keys.lock())
-            .key(keys.queue())
-            .arg(waiter.id())
-            .arg(waiter.entry())
-            .arg(&settings.channel)
-            .arg(settings.handoff_window_ms);
+        let args = WithdrawArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+            waiter: waiter.id(),
+            entry: waiter.entry(),
+            channel: &settings.channel,
+            handoff_ms: settings.handoff_window_ms,
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let withdrawn = self.inner.run::<Freed>(&call);
         self.inner.dispatcher.freeing(withdrawn, None).await?;
         Ok(())

@@ -1,7 +1,8 @@
 //! The server-side scripts: one round trip per operation.
 //!
 //! Each is called with EVALSHA through a [`ScriptCall`], which writes the hash, the keys
-//! and the arguments straight into the command's buffer. (`redis::ScriptInvocation`
+//! and the arguments (a script's [`ScriptArgs`], in script_args.rs) straight into the
+//! command's buffer. (`redis::ScriptInvocation`
 //! would first collect every key and argument into a vector of its own, then copy them
 //! all into the command: an allocation per key and argument on every call.) On NOSCRIPT
 //! — after SCRIPT FLUSH or a restart — it sends SCRIPT LOAD and then the same EVALSHA
@@ -22,6 +23,7 @@ use redis::{
 };
 
 use super::millis::millis_ceil;
+use super::script_args::{ScriptArgs, required};
 use crate::driver::{Waiter, hex128};
 
 /// The exact text of every script the driver sends, common prelude included.
@@ -85,6 +87,12 @@ impl Lua {
     fn script(&self) -> &Script {
         self.script.get_or_init(|| Script::new(self.source))
     }
+
+    /// The script's text, as sent.
+    #[cfg(test)]
+    pub(super) fn source(&self) -> &'static str {
+        self.source
+    }
 }
 
 pub(super) static ACQUIRE: Lua = Lua::new(sources::ACQUIRE);
@@ -113,27 +121,44 @@ pub(super) fn load_all(pipe: &mut redis::Pipeline) {
 }
 
 /// One call of a script, `EVALSHA <hash> <number of keys> <keys…> <arguments…>`, built
-/// directly in the command's buffer.
+/// directly in the command's buffer from the script's [`ScriptArgs`].
 pub(super) struct ScriptCall {
     script: &'static Lua,
     command: Cmd,
-    /// Keys still to be written, as announced to [`new`](Self::new).
+    /// Keys still to be written, as the arguments' type declares them.
     keys_left: usize,
+    /// Arguments written so far.
+    args: usize,
 }
 
 impl ScriptCall {
-    /// A call of `script` with `keys` keys. The command's buffers are sized for `args`
-    /// arguments and about `bytes` bytes of keys and arguments: hints, not limits.
-    pub(super) fn new(script: &'static Lua, keys: usize, args: usize, bytes: usize) -> Self {
+    /// The call of `A`'s script with `args`. The command's buffer is sized for about
+    /// `bytes` bytes of keys and arguments: a hint, not a limit.
+    ///
+    /// Checks, in debug builds, that `args` wrote as many keys as `A` declares, and as
+    /// many arguments as it declares less none, some or all of its optional ones.
+    pub(super) fn new<A: ScriptArgs>(args: &A, bytes: usize) -> Self {
+        let script = A::SCRIPT;
         let hash = script.script().get_hash();
+        let keys = A::KEYS.len();
         // "EVALSHA", the hash, the number of keys.
-        let mut command = Cmd::with_capacity(3 + keys + args, 7 + hash.len() + 4 + bytes);
+        let mut command = Cmd::with_capacity(3 + keys + A::ARGV.len(), 7 + hash.len() + 4 + bytes);
         command.arg("EVALSHA").arg(hash).arg(keys);
-        Self {
+        let mut call = Self {
             script,
             command,
             keys_left: keys,
-        }
+            args: 0,
+        };
+        args.write(&mut call);
+        debug_assert_eq!(call.keys_left, 0, "fewer keys than {:?}", A::KEYS);
+        debug_assert!(
+            (required(A::ARGV)..=A::ARGV.len()).contains(&call.args),
+            "{} arguments for {:?}",
+            call.args,
+            A::ARGV
+        );
+        call
     }
 
     /// The bytes of the call's keys and arguments, as [`new`](Self::new)'s `bytes` counts
@@ -150,9 +175,22 @@ impl ScriptCall {
             .sum()
     }
 
+    /// How many arguments (not keys) the call has.
+    #[cfg(test)]
+    pub(super) fn args(&self) -> usize {
+        self.args
+    }
+
+    /// Every word of the command, as bytes: `EVALSHA`, the hash, the number of keys,
+    /// the keys and the arguments.
+    #[cfg(test)]
+    pub(super) fn words(&self) -> Vec<Vec<u8>> {
+        words(&self.command)
+    }
+
     /// Appends a key: `KEYS[i]` in the script. All keys come before any argument.
     pub(super) fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
-        debug_assert!(self.keys_left > 0, "more keys than announced");
+        debug_assert!(self.keys_left > 0, "more keys than declared");
         self.keys_left -= 1;
         self.command.arg(key);
         self
@@ -161,6 +199,7 @@ impl ScriptCall {
     /// Appends an argument: `ARGV[i]` in the script.
     pub(super) fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         debug_assert_eq!(self.keys_left, 0, "an argument before the last key");
+        self.args += 1;
         self.command.arg(arg);
         self
     }
@@ -177,7 +216,6 @@ impl ScriptCall {
         connection: &mut impl ConnectionLike,
         in_full: bool,
     ) -> RedisResult<T> {
-        debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
         match self.command.query_async(connection).await {
             Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 if in_full {
@@ -215,7 +253,6 @@ impl ScriptCall {
         in_full: bool,
         (replicas, timeout): (u32, Duration),
     ) -> RedisResult<(T, RedisResult<u32>)> {
-        debug_assert_eq!(self.keys_left, 0, "fewer keys than announced");
         let acked = |command: Cmd| {
             let mut pipe = redis::pipe();
             pipe.add_command(command)
@@ -364,32 +401,47 @@ impl WaiterArgs {
     }
 }
 
+/// Each word of `command`, as bytes.
+#[cfg(test)]
+fn words(command: &Cmd) -> Vec<Vec<u8>> {
+    command
+        .args_iter()
+        .map(|arg| match arg {
+            redis::Arg::Simple(bytes) => bytes.to_vec(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::script_args::RaiseArgs;
     use super::*;
-
-    /// Each argument of `command`, as bytes.
-    fn args(command: &Cmd) -> Vec<Vec<u8>> {
-        command
-            .args_iter()
-            .map(|arg| match arg {
-                redis::Arg::Simple(bytes) => bytes.to_vec(),
-                _ => Vec::new(),
-            })
-            .collect()
-    }
 
     #[test]
     fn a_call_in_full_is_eval_of_the_script_s_text_with_the_same_keys_and_arguments() {
-        let mut call = ScriptCall::new(&RAISE, 2, 2, 64);
-        call.key("k1").key("k2").arg("owner").arg(7);
-        let sent = args(&call.command);
+        let args = RaiseArgs {
+            lock: Key::new(b"k", b"1", b""),
+            fence: Key::new(b"k", b"2", b""),
+            owner: b"owner",
+            token: 7,
+        };
+        let call = ScriptCall::new(&args, 64);
+        let sent = call.words();
         let hash = RAISE.script().get_hash();
         assert_eq!(
-            sent[..3],
-            [b"EVALSHA".to_vec(), hash.as_bytes().to_vec(), b"2".to_vec()]
+            sent,
+            [
+                &b"EVALSHA"[..],
+                hash.as_bytes(),
+                b"2",
+                b"k1",
+                b"k2",
+                b"owner",
+                b"7"
+            ]
         );
-        let in_full = args(&call.in_full());
+        let in_full = words(&call.in_full());
         assert_eq!(in_full[0], b"EVAL");
         assert_eq!(in_full[1], RAISE.source.as_bytes());
         assert_eq!(in_full[2..], sent[2..]);

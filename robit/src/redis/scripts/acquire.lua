@@ -7,22 +7,31 @@
 -- with no number turned into text. Everything else follows common.lua,
 -- in acquire_rest.lua.
 --
--- KEYS[1] lock       see common.lua
--- KEYS[2] queue      queue entries in arrival order, expiring when nobody refreshes it
--- KEYS[3] fence      the namespace's last fencing token (no TTL), followed by the
---                    identity of the server that issued it: "<token>/<identity>";
---                    "<token>q/<identity>" while a quarantine may be running
--- KEYS[4] quarantine present while grants are suspended after state loss ("1"), or
---                    because the namespace was written on another server ("moved")
--- ARGV: owner, key_ms (the TTL, plus any lock-delay), waiter id ('' for a single try),
---       queue entry ('<id>:<poll ms>'), queue_ttl_ms, channel, handoff_ms, quarantine_ms,
---       lost ('1': a missing counter means lost state; '0': a new namespace), queued
---       ('1': an earlier attempt of this waiter may have queued it), the identity of
---       the server ('*': the script reads it here, from INFO, on every call, since a
---       connection may outlive its server's role or be redirected; '/<hex digits>' as
---       given; '' with failover detection off), with a lock-delay only (or '' when a proposal
---       follows), the grant's span ('<ttl ms>+<delay ms>'; else key_ms is the TTL), and,
---       for a quorum's member only, the quorum's proposed token (decimal digits)
+-- KEYS[1] lock            see common.lua
+-- KEYS[2] queue           queue entries in arrival order, expiring when nobody refreshes it
+-- KEYS[3] fence           the namespace's last fencing token (no TTL), followed by the
+--                         identity of the server that issued it: "<token>/<identity>";
+--                         "<token>q/<identity>" while a quarantine may be running
+-- KEYS[4] quarantine      present while grants are suspended after state loss ("1"), or
+--                         because the namespace was written on another server ("moved")
+-- ARGV[1] owner           the caller's owner token
+-- ARGV[2] key_ms          the key's lifetime: the TTL, plus any lock-delay
+-- ARGV[3] waiter          the waiter's id ('' for a single try)
+-- ARGV[4] entry           its queue entry ('<id>:<poll ms>'; '' for a single try)
+-- ARGV[5] queue_ttl_ms    how long the queue lives without a refresh
+-- ARGV[6] channel         where hand-offs are published
+-- ARGV[7] handoff_ms      a hand-off's reservation window, at least
+-- ARGV[8] quarantine_ms   how long grants are suspended after state loss (0: never)
+-- ARGV[9] lost            '1': a missing counter means lost state; '0': a new namespace
+-- ARGV[10] queued         '1': an earlier attempt of this waiter may have queued it
+-- ARGV[11] server         the identity of the server: '*' the script reads it here, from
+--                         INFO, on every call, since a connection may outlive its
+--                         server's role or be redirected; '/<hex digits>' as given; ''
+--                         with failover detection off
+-- ARGV[12] extras?        sent with a lock-delay, or by a quorum's member: how the grant's
+--                         value ends, '<span>', '@<proposal>' or '<span>@<proposal>'; the
+--                         span is '<ttl ms>+<delay ms>' (without it, key_ms is the TTL),
+--                         the proposal the quorum's proposed token (decimal digits)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
 -- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted;
@@ -44,10 +53,18 @@ local t = redis.call('TIME')
 -- will hold it (see common.lua). Should the token turn out larger than the candidate,
 -- the grant is written again with it.
 local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
-local candidate = ARGV[13] or micros
-local span = ARGV[12]
-if span == '' then
-  span = nil
+local candidate, span = micros, nil
+if ARGV[12] then
+  local given, proposal = string.match(ARGV[12], '^([%d+]*)@?(%d*)$')
+  if not given then
+    return redis.error_reply('ERR robit: extras ' .. ARGV[12] .. ' are not <span>@<proposal>')
+  end
+  if given ~= '' then
+    span = given
+  end
+  if proposal ~= '' then
+    candidate = proposal
+  end
 end
 local mine = ARGV[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. (span or ARGV[2]) .. '@' .. candidate
 local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')

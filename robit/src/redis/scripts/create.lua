@@ -1,8 +1,10 @@
 -- Create: a new namespace's fencing counter in one bucket, in cluster mode (keys.rs), so
 -- that from then on a counter missing from any bucket means lost state, as a missing
 -- counter does for a namespace on one server. Writes nothing where the counter exists.
--- KEYS[1] fence; ARGV[1] the identity of the server ('*': read it here, from INFO; '':
--- failover detection off). Returns 1 created, 0 there already.
+-- KEYS[1] fence    the bucket's fencing counter (see acquire.lua)
+-- ARGV[1] server   the identity of the server ('*': read it here, from INFO; '': failover
+--                  detection off)
+-- Returns 1 created, 0 there already.
 local server = ARGV[1]
 if server == '*' then
   local info = redis.call('INFO', 'server', 'replication')

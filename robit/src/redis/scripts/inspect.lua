@@ -1,5 +1,6 @@
 -- Inspect: what a lock's keys hold, for an operator. Reads only.
--- KEYS[1] lock, KEYS[2] queue.
+-- KEYS[1] lock    see common.lua
+-- KEYS[2] queue   the waiters' entries, oldest first
 -- Returns {state, id, token, ms, waiters}: state 'free', 'held', 'delay' (in its
 -- lock-delay), 'reserved' (for a waiter) or 'foreign' (a value robit did not write, or
 -- a key of another type); the owner's (or waiter's) id and the grant's token ('' when

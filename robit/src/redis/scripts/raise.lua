@@ -2,7 +2,10 @@
 -- server's fencing counter to the quorum's token (the largest), while the caller's grant
 -- here is still live, so that every later grant here gets a larger one (redlock/mod.rs).
 -- The grant records the quorum's token too, for an operator's inspection.
--- KEYS[1] lock, KEYS[2] fence; ARGV: owner, the quorum's token (decimal digits).
+-- KEYS[1] lock    see common.lua
+-- KEYS[2] fence   the namespace's fencing counter (see acquire.lua)
+-- ARGV[1] owner   the caller's owner token
+-- ARGV[2] token   the quorum's token (decimal digits)
 -- Returns 1 raised (or at that token already), 0 the grant is not the caller's any more.
 -- pcall: a key of another type is simply not the caller's grant.
 local value = redis.pcall('GET', KEYS[1])

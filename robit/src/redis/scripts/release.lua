@@ -2,9 +2,15 @@
 -- longest-waiting waiter if the key says waiters may be queued. Uncontended, one GETDEL:
 -- a value that turns out not to be the caller's is put back as it was. A caller that
 -- knows its grant is gone (a renewal found it so) reads first instead.
--- KEYS[1] lock, KEYS[2] queue; ARGV: owner, channel, handoff_ms, careful ('1': read
--- before deleting), and, for a quorum's member grant given back, quietly ('1': hand the
--- lock to nobody now) and the caller's queue entry ('' when it does not wait).
+-- KEYS[1] lock          see common.lua
+-- KEYS[2] queue         the waiters' entries, oldest first
+-- ARGV[1] owner         the caller's owner token
+-- ARGV[2] channel       where hand-offs are published
+-- ARGV[3] handoff_ms    a hand-off's reservation window, at least
+-- ARGV[4] careful       '1': read before deleting
+-- ARGV[5] quietly?      for a quorum's member grant given back only: '1', hand the lock
+--                       to nobody now
+-- ARGV[6] entry?        with quietly, when the caller waits: its queue entry
 -- Returns 0 not the caller's (already gone, or someone else's); 1 released with nobody
 -- waiting; or the id of the waiter the lock is now reserved for, so that a waiter in the
 -- caller's own process can be woken without waiting for the published notification.

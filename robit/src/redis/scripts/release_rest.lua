@@ -27,7 +27,7 @@ if ARGV[5] == '1' then
   -- the first of them (the caller, if it still waits), waking it then.
   local keep = redis.call('PTTL', KEYS[2])
   if flagged and keep > 0 then
-    if ARGV[6] ~= '' then
+    if ARGV[6] then
       redis.call('LPUSH', KEYS[2], ARGV[6])
     end
     local t = redis.call('TIME')

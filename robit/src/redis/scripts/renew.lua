@@ -1,7 +1,11 @@
 -- Renew: extend the grant only if it is still the caller's and has not ended.
--- KEYS[1] lock; ARGV: owner, ttl_ms, and with a lock-delay only, the grant's span
--- ('<ttl ms>+<delay ms>') and key_ms (the TTL plus the delay). Returns 1 renewed, 0 not
--- the caller's any more (gone, someone else's, or ended and in its lock-delay).
+-- KEYS[1] lock      see common.lua
+-- ARGV[1] owner     the caller's owner token
+-- ARGV[2] ttl_ms    the new TTL
+-- ARGV[3] span?     with a lock-delay only: the grant's span, '<ttl ms>+<delay ms>'
+-- ARGV[4] key_ms?   with a lock-delay only: the key's lifetime, the TTL plus the delay
+-- Returns 1 renewed, 0 not the caller's any more (gone, someone else's, or ended and in
+-- its lock-delay).
 -- pcall: a key of another type is simply not the caller's grant.
 local value = redis.pcall('GET', KEYS[1])
 if type(value) ~= 'string' then

@@ -1,5 +1,10 @@
 -- Withdraw: a waiter gave up. Leave the queue, and pass on a hand-off reserved for it.
--- KEYS[1] lock, KEYS[2] queue; ARGV: waiter id, queue entry, channel, handoff_ms.
+-- KEYS[1] lock         see common.lua
+-- KEYS[2] queue        the waiters' entries, oldest first
+-- ARGV[1] waiter       the waiter's id
+-- ARGV[2] entry        its queue entry, '<id>:<poll ms>'
+-- ARGV[3] channel      where hand-offs are published
+-- ARGV[4] handoff_ms   a hand-off's reservation window, at least
 -- Returns 0 if nothing was reserved for the waiter; 1 if its reservation was freed with
 -- nobody else waiting; or the id of the waiter it was passed on to (as release does).
 redis.pcall('LREM', KEYS[2], 0, ARGV[2])
