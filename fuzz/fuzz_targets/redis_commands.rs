@@ -334,6 +334,8 @@ impl Call {
                     quarantine.word(),
                     flag(lost),
                     flag(queued),
+                    // The server's identity: none, with failover detection off.
+                    Vec::new(),
                 ];
                 (keys, args)
             }

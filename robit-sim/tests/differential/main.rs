@@ -25,7 +25,9 @@
 //!   and -2 are compared exactly.
 //! - **Fencing tokens** (acquire's `{1, token, next}`, GET and INCR of the counter) follow
 //!   each server's own clock — the real one's wall clock, the simulator's epoch plus
-//!   elapsed time — so their values differ. Each side's tokens are replaced by the order
+//!   elapsed time — so their values differ. (The counter's value may go on after the
+//!   token: a quarantine mark and the identity of the server that issued it, compared
+//!   exactly.) Each side's tokens are replaced by the order
 //!   in which distinct values first appeared on that side, which must match: the same
 //!   token re-read is the same label, a new token a new one. Values from a counter set
 //!   ahead of any clock (above 8·10¹⁵) are compared exactly.
@@ -184,6 +186,8 @@ fn step(rng: &mut StdRng, arities: &[(&str, i64)]) -> Step {
                 pick(rng, &["0", "0", "0", "45000"]).to_owned(),
                 pick(rng, &["0", "1"]).to_owned(),
                 pick(rng, &["0", "1"]).to_owned(),
+                // The server's identity: '' with failover detection off, or as given.
+                pick(rng, &["", "", "/5eed"]).to_owned(),
             ];
             let keys = vec![lock, queue, FENCE.to_owned(), QUARANTINE.to_owned()];
             script(RobitScript::Acquire, keys, args, rng)
@@ -342,13 +346,11 @@ fn normalise(
         (Check::Fence, _) if number(frame).is_some() => {
             (labels.label(number(frame).unwrap()), None)
         }
-        // A token marked for a quarantine.
-        (Check::Fence, Frame::Bulk(bytes))
-            if bytes.ends_with(b"q")
-                && number(&Frame::bulk(&bytes[..bytes.len() - 1])).is_some() =>
-        {
-            let token = number(&Frame::bulk(&bytes[..bytes.len() - 1])).unwrap();
-            (format!("{} q", labels.label(token)), None)
+        // A token followed by the identity of the server that issued it, and marked for
+        // a quarantine or not: "<token>[q][/<identity>]". The rest is compared exactly.
+        (Check::Fence, Frame::Bulk(bytes)) if fence_value(bytes).is_some() => {
+            let (token, rest) = fence_value(bytes).unwrap();
+            (format!("{} {rest}", labels.label(token)), None)
         }
         (Check::LockValue, Frame::Bulk(bytes)) if lock_value(bytes, now_ms).is_some() => {
             let (shape, left, token) = lock_value(bytes, now_ms).unwrap();
@@ -378,6 +380,19 @@ fn normalise(
         },
         _ => (show(frame), None),
     }
+}
+
+/// A fencing counter's value, "<token>[q][/<identity>]": its token, and the rest.
+fn fence_value(bytes: &[u8]) -> Option<(i64, String)> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let digits = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let token = text[..digits].parse().ok()?;
+    let rest = &text[digits..];
+    let well_formed =
+        rest.is_empty() || rest == "q" || rest.starts_with('/') || rest.starts_with("q/");
+    well_formed.then(|| (token, rest.to_owned()))
 }
 
 fn unix_ms(at: std::time::SystemTime) -> i64 {
