@@ -12,6 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use super::hold::{HoldId, Phase, Which};
 use super::timing::{Timing, Verdict};
 use super::{Core, MAX_TTL, Signals};
@@ -57,7 +59,24 @@ pub(crate) async fn refresh(
         answer = core.within_from(sent, limit, lease.renew(ttl)) => answer,
     };
     let now = core.now();
-    match timing.judge(config, answer, sent, now, validity) {
+    settle(
+        core,
+        id,
+        &signals,
+        timing.judge(config, answer, sent, now, validity),
+        now,
+    )
+}
+
+/// Acts on what a refresh's answer, read at `now`, means for hold `id`.
+fn settle(
+    core: &Arc<Core>,
+    id: HoldId,
+    signals: &Signals,
+    verdict: Verdict,
+    now: Instant,
+) -> Result<Duration, RefreshError> {
+    match verdict {
         Verdict::Renewed { deadline, slack } => {
             if core.extend(id, deadline, now) {
                 // The new deadline may come before the watchdog's timer: it re-reads.
@@ -72,7 +91,7 @@ pub(crate) async fn refresh(
         }
         Verdict::Failed(error) => {
             core.stats.renew_failed();
-            tracing::warn!(target: "robit", lock = %config.name, %error, "refresh failed; the lease stays valid until its deadline");
+            tracing::warn!(target: "robit", lock = %core.config.name, %error, "refresh failed; the lease stays valid until its deadline");
             Err(RefreshError::Backend(error))
         }
         Verdict::Lost(reason) => {
