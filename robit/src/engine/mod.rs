@@ -76,7 +76,7 @@ struct MutexState {
     /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
     last: Option<Ended>,
     /// The mutex's watchdog.
-    watchdog: watchdog::State,
+    watchdog: watchdog::Bookkeeping,
     /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
     /// for the watchdog to release them.
     to_release: Vec<Arc<dyn Lease>>,
@@ -105,7 +105,7 @@ impl Core {
             state: StdMutex::new(MutexState {
                 phase: Phase::Idle,
                 last: None,
-                watchdog: watchdog::State::default(),
+                watchdog: watchdog::Bookkeeping::default(),
                 to_release: Vec::new(),
                 closed: false,
             }),

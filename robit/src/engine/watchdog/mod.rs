@@ -26,12 +26,12 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+mod bookkeeping;
 mod hold_watch;
-mod state;
 mod wake;
 
+pub(crate) use self::bookkeeping::{Bookkeeping, Started};
 use self::hold_watch::watch;
-pub(crate) use self::state::{Started, State};
 use self::wake::Wake;
 use super::Core;
 use super::hold::HoldId;

@@ -1,5 +1,5 @@
-//! What a mutex keeps about its watchdog, under the mutex's lock: the task, and what
-//! decides whether a hold's start or end needs to wake it.
+//! The watchdog's bookkeeping, kept in the mutex's state under its lock: the task, and
+//! what decides whether a hold's start or end needs to wake it.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use crate::engine::hold::HoldId;
 
 /// A mutex's watchdog, as the mutex keeps it. Never locked across an `.await`.
 #[derive(Default)]
-pub(crate) struct State {
+pub(crate) struct Bookkeeping {
     /// The watchdog task, once a hold has started it.
     running: Option<Running>,
     /// The last hold the watchdog has seen. A hold that ends before its watchdog saw it
@@ -36,7 +36,7 @@ pub(crate) struct Started {
     pub(crate) lease_signals_loss: bool,
 }
 
-impl State {
+impl Bookkeeping {
     /// The watchdog task, if one has been started.
     pub(crate) fn running(&self) -> Option<&Running> {
         self.running.as_ref()
