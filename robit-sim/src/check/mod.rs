@@ -5,7 +5,7 @@
 //! it checks. Every violation names the promise, the clients and the instants.
 
 mod beliefs;
-mod grants;
+mod backend_grants;
 mod liveness;
 mod safety;
 

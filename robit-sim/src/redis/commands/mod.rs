@@ -17,7 +17,7 @@ use std::time::Duration;
 pub(crate) use self::table::{Command, check};
 use self::table::{Refused, lookup};
 use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
-use super::grants;
+use super::lock_keys;
 use super::resp::Frame;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows
@@ -51,19 +51,19 @@ fn count(n: usize) -> Frame {
 }
 
 /// Runs a command that [`check`] accepted as `command`, and reports what it did to locks
-/// (see `crate::redis::grants`): a client's command, or a script as a whole. Connection commands (HELLO, SUBSCRIBE, …) are the
+/// (see `crate::redis::lock_keys`): a client's command, or a script as a whole. Connection commands (HELLO, SUBSCRIBE, …) are the
 /// session's; here they answer that they need a connection.
 pub(crate) fn dispatch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Frame {
     // A script's own commands are not looked at one by one: the script is, as a whole.
     let sent_by_client = exec.scripts.is_some();
     let watched = if sent_by_client {
-        grants::watch(exec, command, args)
+        lock_keys::watch(exec, command, args)
     } else {
         Vec::new()
     };
     let reply = run(exec, command, args);
-    grants::report(exec, watched);
-    grants::quarantine(exec, command, args);
+    lock_keys::report(exec, watched);
+    lock_keys::quarantine(exec, command, args);
     reply
 }
 
