@@ -7,10 +7,10 @@
 
 mod describe;
 mod filter;
-mod tokens;
 mod server;
 mod svg;
 mod text;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
