@@ -18,6 +18,7 @@ mod batch;
 mod check;
 mod clock;
 pub mod conformance;
+mod faults;
 mod history;
 mod model;
 pub mod redis;

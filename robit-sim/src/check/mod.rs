@@ -4,8 +4,8 @@
 //! run can keep every safety promise and still fail liveness, and a scenario says which
 //! it checks. Every violation names the promise, the clients and the instants.
 
+mod backend_grants;
 mod beliefs;
-mod grants;
 mod liveness;
 mod safety;
 

@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::backend_grants::Backend;
 use super::beliefs::{Beliefs, End};
-use super::grants::Backend;
 use super::{Promise, Violation};
 use crate::{Event, EventKind};
 

@@ -8,8 +8,11 @@ use proptest_state_machine::StateMachineTest;
 use super::current::config;
 use super::ops::{RefState, Reference};
 use super::{ModelConfig, Op, SETTLE};
-use crate::scenario::{Action, Fault, Target};
-use crate::world::{Applied, Command, SimWorld};
+use crate::faults::{
+    Action, Applied, BackendRestart, Crash, Drift, Partition, PartitionOneway, Pause,
+};
+use crate::scenario::{Fault, Target};
+use crate::world::{Command, SimWorld};
 use crate::{CheckConfig, EventKind, Promise, Violation, check};
 
 pub(crate) struct Sut {
@@ -26,6 +29,15 @@ pub(crate) struct Sut {
 
 fn name(client: usize) -> String {
     format!("c{}", client + 1)
+}
+
+/// The servers `on` names restart at once, losing their state or not.
+fn restart(lose_state: bool, on: Target) -> Action {
+    Action::BackendRestart(BackendRestart {
+        lose_state,
+        on,
+        from_snapshot: false,
+    })
 }
 
 impl Sut {
@@ -118,33 +130,36 @@ impl StateMachineTest for ModelTest {
             Op::Write(c) => sut.world.send(&name(c), Command::Write),
             Op::Advance(tenths) => sut.advance(Duration::from_millis(100) * u32::from(tenths)),
             Op::Partition(c) => {
-                let applied = sut.fault(None, Action::Partition(client(c), Target::Backend));
+                let applied = sut.fault(
+                    None,
+                    Action::Partition(Partition(client(c), Target::Backend)),
+                );
                 sut.partitions.insert(c, applied);
             }
             Op::PartitionToBackend(c) => {
-                let action = Action::PartitionOneway {
+                let action = Action::PartitionOneway(PartitionOneway {
                     from: client(c),
                     to: Target::Backend,
-                };
+                });
                 let applied = sut.fault(None, action);
                 sut.partitions.insert(c, applied);
             }
             Op::PartitionFromBackend(c) => {
-                let action = Action::PartitionOneway {
+                let action = Action::PartitionOneway(PartitionOneway {
                     from: Target::Backend,
                     to: client(c),
-                };
+                });
                 let applied = sut.fault(None, action);
                 sut.partitions.insert(c, applied);
             }
             Op::PartitionServer(c, s) => {
                 let server = Target::Servers(vec![s]);
-                let applied = sut.fault(None, Action::Partition(client(c), server));
+                let applied = sut.fault(None, Action::Partition(Partition(client(c), server)));
                 sut.partitions.insert(c, applied);
             }
             Op::RestartServer(s, lose_state) => {
                 let on = Target::Servers(vec![s]);
-                sut.fault(None, Action::BackendRestart { lose_state, on });
+                sut.fault(None, restart(lose_state, on));
             }
             Op::Repair(c) => {
                 if let Some(applied) = sut.partitions.remove(&c) {
@@ -154,18 +169,18 @@ impl StateMachineTest for ModelTest {
             Op::Pause(c, tenths) => {
                 let length = Duration::from_millis(100) * u32::from(tenths);
                 let now = sut.world.now();
-                let applied = sut.fault(Some(length), Action::Pause(client(c)));
+                let applied = sut.fault(Some(length), Action::Pause(Pause(client(c))));
                 sut.ends.push((now + length, applied));
                 sut.paused.push((name(c), now, now + length));
             }
             Op::Drift(c, thousandths) => {
                 sut.fault(
                     None,
-                    Action::Drift(client(c), f64::from(thousandths) / 1000.0),
+                    Action::Drift(Drift(client(c), f64::from(thousandths) / 1000.0)),
                 );
             }
             Op::Crash(c) => {
-                let applied = sut.fault(None, Action::Crash(client(c)));
+                let applied = sut.fault(None, Action::Crash(Crash(client(c))));
                 sut.crashes.insert(c, applied);
             }
             Op::Restart(c) => {
@@ -174,13 +189,7 @@ impl StateMachineTest for ModelTest {
                 }
             }
             Op::RestartBackend(lose_state) => {
-                sut.fault(
-                    None,
-                    Action::BackendRestart {
-                        lose_state,
-                        on: Target::Backend,
-                    },
-                );
+                sut.fault(None, restart(lose_state, Target::Backend));
             }
         }
         sut.advance(SETTLE);

@@ -50,7 +50,7 @@ mod commands;
 mod connector;
 mod events;
 mod exec;
-mod grants;
+mod lock_keys;
 mod lua;
 mod pubsub;
 pub mod resp;

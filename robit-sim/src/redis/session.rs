@@ -10,22 +10,25 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use super::commands::{VERSION, check};
+use super::commands::{Command, VERSION, check};
 use super::events::Peer;
 use super::exec::{SYNTAX, integer, wrong_arity};
 use super::resp::Frame;
 use super::state::RedisState;
 
-/// Commands a connection may send while subscribed (RESP2).
-const WHILE_SUBSCRIBED: &[&str] = &[
-    "subscribe",
-    "psubscribe",
-    "unsubscribe",
-    "punsubscribe",
-    "ping",
-    "quit",
-    "reset",
-];
+/// Whether a connection may send `command` while subscribed (RESP2).
+fn allowed_while_subscribed(command: Command) -> bool {
+    matches!(
+        command,
+        Command::Subscribe
+            | Command::Psubscribe
+            | Command::Unsubscribe
+            | Command::Punsubscribe
+            | Command::Ping
+            | Command::Quit
+            | Command::Reset
+    )
+}
 
 /// What the connection does after a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,54 +72,55 @@ impl Session {
         args: &[Vec<u8>],
         replies: &mut Vec<Frame>,
     ) -> Next {
-        let name = match check(args) {
-            Ok(name) => name,
+        let command = match check(args) {
+            Ok(command) => command,
             Err(error) => {
                 replies.push(error);
                 return Next::Continue;
             }
         };
-        if !self.subscribed.is_empty() && !WHILE_SUBSCRIBED.contains(&name.as_str()) {
+        if !self.subscribed.is_empty() && !allowed_while_subscribed(command) {
             replies.push(Frame::error(format!(
-                "ERR Can't execute '{name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
-                 QUIT / RESET are allowed in this context"
+                "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / \
+                 QUIT / RESET are allowed in this context",
+                command.name()
             )));
             return Next::Continue;
         }
-        let reply = match name.as_str() {
-            "subscribe" => {
+        let reply = match command {
+            Command::Subscribe => {
                 for channel in &args[1..] {
                     self.subscribe(channel, replies);
                 }
                 return Next::Continue;
             }
-            "unsubscribe" => {
+            Command::Unsubscribe => {
                 self.unsubscribe(&args[1..], replies);
                 return Next::Continue;
             }
-            "psubscribe" | "punsubscribe" => {
+            Command::Psubscribe | Command::Punsubscribe => {
                 Frame::error("ERR the simulated Redis does not support pattern subscriptions")
             }
-            "ping" if !self.subscribed.is_empty() => match args {
+            Command::Ping if !self.subscribed.is_empty() => match args {
                 [_] => Frame::Array(vec![Frame::bulk("pong"), Frame::bulk("")]),
                 [_, message] => Frame::Array(vec![Frame::bulk("pong"), Frame::bulk(message)]),
                 _ => wrong_arity("ping"),
             },
-            "quit" => {
+            Command::Quit => {
                 replies.push(Frame::ok());
                 return Next::Close;
             }
-            "reset" => {
+            Command::Reset => {
                 self.unsubscribe(&[], &mut Vec::new());
                 self.name = None;
                 Frame::simple("RESET")
             }
-            "hello" => self.hello(args),
-            "auth" => auth(&args[1..]),
-            "select" => select(&args[1]),
-            "client" => self.client(args),
-            "info" => self.state.lock().info(&args[1..]),
-            _ => self.state.lock().run(&self.peer, now, &name, args),
+            Command::Hello => self.hello(args),
+            Command::Auth => auth(&args[1..]),
+            Command::Select => select(&args[1]),
+            Command::Client => self.client(args),
+            Command::Info => self.state.lock().info(&args[1..]),
+            _ => self.state.lock().run(&self.peer, now, command, args),
         };
         replies.push(reply);
         Next::Continue

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use super::commands::{VERSION, check, dispatch};
+use super::commands::{Command, VERSION, check, dispatch};
 use super::events::{LockEvent, Peer};
 use super::exec::Exec;
 use super::pubsub::Channels;
@@ -105,12 +105,12 @@ impl Replication {
 }
 
 impl Inner {
-    /// Runs a command that passed [`check`] as `name`, then reports its lock events.
+    /// Runs a command that passed [`check`] as `command`, then reports its lock events.
     pub(crate) fn run(
         &mut self,
         peer: &Peer,
         now: Duration,
-        name: &str,
+        command: Command,
         args: &[Vec<u8>],
     ) -> Frame {
         let mut events = Vec::new();
@@ -123,7 +123,7 @@ impl Inner {
             peer,
             life: self.lives,
         };
-        let reply = dispatch(&mut exec, name, args);
+        let reply = dispatch(&mut exec, command, args);
         if let Some(replication) = &mut self.replication {
             replication.record(now, &self.data);
         }
@@ -225,7 +225,7 @@ impl RedisState {
     /// served by [`SimRedis`](super::SimRedis).
     pub fn execute(&self, peer: &Peer, now: Duration, command: &[Vec<u8>]) -> Frame {
         match check(command) {
-            Ok(name) => self.lock().run(peer, now, &name, command),
+            Ok(known) => self.lock().run(peer, now, known, command),
             Err(error) => error,
         }
     }

@@ -9,7 +9,7 @@ use super::ScenarioError;
 use super::raw::Dur;
 
 /// The scenario's file and text, for errors that point into it.
-pub(super) struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     pub(super) file: &'a Path,
     pub(super) text: &'a str,
 }
@@ -33,11 +33,11 @@ impl Ctx<'_> {
     }
 }
 
-pub(super) fn ms(n: u64) -> Duration {
+pub(crate) fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }
 
-pub(super) fn pair(
+pub(crate) fn pair(
     ctx: &Ctx<'_>,
     value: Option<[Dur; 2]>,
     default: (Duration, Duration),

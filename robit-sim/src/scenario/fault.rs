@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use toml::Spanned;
 
-use super::ctx::{Ctx, ms, pair};
+use super::Fault;
+use super::ctx::Ctx;
 use super::hosts::Hosts;
-use super::raw::{RawEntry, RawFault};
+use super::raw::RawEntry;
 use super::table::{self, Problem};
-use super::{Action, Fault};
+use crate::faults::{Invalid, Parse, RawFault};
 use crate::scenario::ScenarioError;
 
 /// Fault number `index` (from 1), checked against the run's `duration` and `clients`.
@@ -55,7 +56,12 @@ pub(super) fn fault(
         )));
     }
     let hosts = Hosts { clients, servers };
-    let action = action(raw, &hosts, ctx, span.clone()).map_err(|invalid| match invalid {
+    let on = Parse {
+        hosts: &hosts,
+        ctx,
+        span: span.clone(),
+    };
+    let action = raw.parse(&on).map_err(|invalid| match invalid {
         Invalid::Fault(message) => fail(message),
         Invalid::Scenario(error) => error,
     })?;
@@ -122,10 +128,10 @@ fn explain(problem: Problem, kind: &str) -> String {
                 kinds.join(", ")
             )
         }
-        Problem::UnknownField(field, _) if kind == "backend-restart" && field == "for" => {
-            "a restart is instant: use backend-crash with `for` for downtime".to_owned()
-        }
         Problem::UnknownField(field, takes) => {
+            if let Some(hint) = RawFault::misplaced(kind, &field) {
+                return hint.to_owned();
+            }
             let takes = std::iter::once(&"kind")
                 .chain(takes)
                 .map(|field| format!("`{field}`"))
@@ -171,7 +177,7 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
 }
 
 /// A field that is missing, or whose value cannot be used: what it should be.
-pub(super) fn needs(field: &str) -> String {
+pub(crate) fn needs(field: &str) -> String {
     let what = match field {
         "between" => "`between`: two different hosts",
         "from" | "to" => "`from` and `to`: the direction that drops messages",
@@ -183,93 +189,6 @@ pub(super) fn needs(field: &str) -> String {
         other => return format!("missing field `{other}`"),
     };
     format!("needs {what}")
-}
-
-/// Why a fault's action is invalid: a message about the fault, or an error of its own.
-enum Invalid {
-    Fault(String),
-    Scenario(ScenarioError),
-}
-
-impl From<String> for Invalid {
-    fn from(message: String) -> Self {
-        Self::Fault(message)
-    }
-}
-
-/// The action of a fault that serde read, with its hosts and values checked.
-fn action(
-    raw: RawFault,
-    hosts: &Hosts<'_>,
-    ctx: &Ctx<'_>,
-    span: Option<Range<usize>>,
-) -> Result<Action, Invalid> {
-    Ok(match raw {
-        RawFault::Partition { between, .. } => {
-            let (a, b) = hosts.two(&between)?;
-            Action::Partition(a, b)
-        }
-        RawFault::Clog { between, .. } => {
-            let (a, b) = hosts.two(&between)?;
-            Action::Clog(a, b)
-        }
-        RawFault::PartitionOneway { from, to, .. } => Action::PartitionOneway {
-            from: hosts.target(&from)?,
-            to: hosts.target(&to)?,
-        },
-        RawFault::Latency {
-            latency, between, ..
-        } => {
-            let (low, high) = pair(ctx, Some(latency), (ms(0), ms(0)), "`latency`", span)
-                .map_err(Invalid::Scenario)?;
-            Action::Latency(low, high, hosts.links(between.as_deref())?)
-        }
-        RawFault::Loss { rate, between, .. } if (0.0..=1.0).contains(&rate) => {
-            Action::Loss(rate, hosts.links(between.as_deref())?)
-        }
-        RawFault::Loss { .. } => return Err(needs("rate").into()),
-        RawFault::Drift { host, drift, .. } if drift.is_finite() && drift > -1.0 => {
-            Action::Drift(hosts.client(&host, true)?, drift)
-        }
-        RawFault::Drift { .. } => return Err(needs("drift").into()),
-        RawFault::Pause { host, .. } => Action::Pause(hosts.client(&host, false)?),
-        RawFault::Crash { host, .. } => Action::Crash(hosts.client(&host, false)?),
-        RawFault::BackendCrash {
-            lose_state, host, ..
-        } => Action::BackendCrash {
-            lose_state,
-            on: hosts.servers(host.as_deref())?,
-        },
-        RawFault::BackendRestart {
-            lose_state: true,
-            from_snapshot: true,
-            ..
-        } => {
-            return Err(Invalid::Fault(
-                "a restart loses its state or restores a snapshot, not both: drop `lose_state` \
-                 or `from_snapshot`"
-                    .to_owned(),
-            ));
-        }
-        RawFault::BackendRestart {
-            from_snapshot: true,
-            host,
-            ..
-        } => {
-            hosts.whole_backend(host.as_deref(), "a restart from a snapshot")?;
-            Action::BackendRestore
-        }
-        RawFault::BackendRestart {
-            lose_state, host, ..
-        } => Action::BackendRestart {
-            lose_state,
-            on: hosts.servers(host.as_deref())?,
-        },
-        RawFault::BackendSnapshot { .. } => Action::BackendSnapshot,
-        RawFault::BackendFailover { lag, .. } => Action::BackendFailover {
-            lag: lag.map_or(Duration::ZERO, |lag| lag.0),
-        },
-    })
 }
 
 #[cfg(test)]

@@ -5,14 +5,14 @@ use super::fault::needs;
 
 /// The hosts a fault may name: the scenario's clients, `holder`, `clients`, `backend`
 /// (every server), a quorum's servers (`backend1` …, joined with `+`) and `storage`.
-pub(super) struct Hosts<'a> {
+pub(crate) struct Hosts<'a> {
     pub(super) clients: &'a [&'a str],
     /// How many backend servers: more than one for a quorum.
     pub(super) servers: usize,
 }
 
 impl Hosts<'_> {
-    pub(super) fn target(&self, name: &str) -> Result<Target, String> {
+    pub(crate) fn target(&self, name: &str) -> Result<Target, String> {
         Ok(match name {
             "holder" => Target::Holder,
             "clients" => Target::Clients,
@@ -61,7 +61,7 @@ impl Hosts<'_> {
 
     /// `host` of a fault on a client; a drift may also name the backend, its servers or
     /// the storage.
-    pub(super) fn client(&self, name: &str, any_host: bool) -> Result<Target, String> {
+    pub(crate) fn client(&self, name: &str, any_host: bool) -> Result<Target, String> {
         match self.target(name)? {
             Target::Backend | Target::Servers(_) | Target::Storage if !any_host => {
                 Err(format!("`host` must be a client, not {name:?}"))
@@ -71,7 +71,7 @@ impl Hosts<'_> {
     }
 
     /// `between`: two different hosts.
-    pub(super) fn two(&self, between: &[String]) -> Result<(Target, Target), String> {
+    pub(crate) fn two(&self, between: &[String]) -> Result<(Target, Target), String> {
         match between {
             [a, b] if a != b => Ok((self.target(a)?, self.target(b)?)),
             _ => Err(needs("between")),
@@ -79,7 +79,7 @@ impl Hosts<'_> {
     }
 
     /// The links a latency or loss fault is on: those `between` two hosts, or every link.
-    pub(super) fn links(
+    pub(crate) fn links(
         &self,
         between: Option<&[String]>,
     ) -> Result<Option<(Target, Target)>, String> {
@@ -88,7 +88,7 @@ impl Hosts<'_> {
 
     /// `host` of a backend crash or restart: `backend` (the default, every server) or
     /// some of a quorum's servers.
-    pub(super) fn servers(&self, host: Option<&str>) -> Result<Target, String> {
+    pub(crate) fn servers(&self, host: Option<&str>) -> Result<Target, String> {
         match host.map(|host| self.target(host)).transpose()? {
             None | Some(Target::Backend) => Ok(Target::Backend),
             Some(servers @ Target::Servers(_)) => Ok(servers),
@@ -108,7 +108,7 @@ impl Hosts<'_> {
     }
 
     /// A fault that only the whole backend takes.
-    pub(super) fn whole_backend(&self, host: Option<&str>, what: &str) -> Result<(), String> {
+    pub(crate) fn whole_backend(&self, host: Option<&str>, what: &str) -> Result<(), String> {
         match self.servers(host)? {
             Target::Backend => Ok(()),
             _ => Err(format!("{what} is the whole backend's: drop `host`")),

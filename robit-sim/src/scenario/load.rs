@@ -8,7 +8,7 @@ use toml::Spanned;
 
 use super::ctx::{Ctx, ms, pair};
 use super::raw::{RawClient, RawScenario};
-use super::{Action, Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
+use super::{Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
 use crate::Promise;
 
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
@@ -108,7 +108,7 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
             super::fault::fault(&ctx, index + 1, fault, duration, (&names, servers))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    snapshots(&ctx, &raw, &faults, backend)?;
+    faults_fit(&ctx, &raw, &faults, backend)?;
     Ok(Scenario {
         file: file.to_path_buf(),
         name: raw.name,
@@ -170,32 +170,17 @@ pub(crate) fn is_server_name(name: &str) -> bool {
         .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()))
 }
 
-/// A restart from a snapshot needs one taken before it, and the simulated Redis, the
-/// one backend that takes them.
-fn snapshots(
+/// Each fault fits the scenario's backend and its other faults (a restart from a
+/// snapshot needs one taken before it, and the simulated Redis, the one backend that
+/// takes them).
+fn faults_fit(
     ctx: &Ctx<'_>,
     raw: &RawScenario,
     faults: &[super::Fault],
     backend: Backend,
 ) -> Result<(), ScenarioError> {
     for (index, fault) in faults.iter().enumerate() {
-        let snapshot = matches!(
-            fault.action,
-            Action::BackendSnapshot | Action::BackendRestore
-        );
-        let problem = if snapshot && backend != Backend::Redis {
-            "snapshots are the simulated Redis's: set `backend = \"redis\"`"
-        } else if matches!(fault.action, Action::BackendFailover { .. })
-            && backend != Backend::Redis
-        {
-            "a failover promotes the simulated Redis's replica: set `backend = \"redis\"`"
-        } else if matches!(fault.action, Action::BackendRestore)
-            && !faults.iter().any(|earlier| {
-                matches!(earlier.action, Action::BackendSnapshot) && earlier.at < fault.at
-            })
-        {
-            "a restart `from_snapshot` needs a `backend-snapshot` fault before it"
-        } else {
+        let Some(problem) = fault.action.kind().unfit(backend, fault.at, faults) else {
             continue;
         };
         let span = raw.faults.get(index).map(Spanned::span);

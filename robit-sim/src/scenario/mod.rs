@@ -17,9 +17,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::Promise;
+use crate::faults::Action;
 
+pub(crate) use self::ctx::{Ctx, ms, pair};
 pub use self::error::ScenarioError;
+pub(crate) use self::fault::needs;
+pub(crate) use self::hosts::Hosts as ScenarioHosts;
 pub(crate) use self::load::is_server_name;
+pub(crate) use self::raw::Dur;
 
 /// A validated scenario.
 ///
@@ -162,12 +167,9 @@ impl Scenario {
     /// Whether the scenario restarts the backend from a snapshot, which only the
     /// simulated Redis can take.
     pub fn restores_snapshots(&self) -> bool {
-        self.faults.iter().any(|fault| {
-            matches!(
-                fault.action,
-                Action::BackendSnapshot | Action::BackendRestore | Action::BackendFailover { .. }
-            )
-        })
+        self.faults
+            .iter()
+            .any(|fault| fault.action.kind().redis_only())
     }
 
     /// The longest lag of a replica the scenario promotes, if it promotes one: how far
@@ -175,29 +177,16 @@ impl Scenario {
     pub(crate) fn replica_window(&self) -> Option<Duration> {
         self.faults
             .iter()
-            .filter_map(|fault| match fault.action {
-                Action::BackendFailover { lag } => Some(lag),
-                _ => None,
-            })
+            .filter_map(|fault| fault.action.kind().replica_lag())
             .max()
     }
 
     /// Whether the scenario restarts or crashes the backend so that it loses its data,
     /// all of it or what it wrote since a snapshot.
     pub fn loses_backend_state(&self) -> bool {
-        self.faults.iter().any(|fault| {
-            matches!(
-                fault.action,
-                Action::BackendCrash {
-                    lose_state: true,
-                    ..
-                } | Action::BackendRestart {
-                    lose_state: true,
-                    ..
-                } | Action::BackendRestore
-                    | Action::BackendFailover { .. }
-            )
-        })
+        self.faults
+            .iter()
+            .any(|fault| fault.action.kind().loses_backend_state())
     }
 
     /// The scenario with `mutant` planted in every client's mutex: how the conformance
@@ -397,64 +386,12 @@ impl Fault {
     /// not, or a clog, aimed at the holder), or slows or drops its messages while it
     /// holds (`when = "held"`).
     pub(crate) fn cuts_off_holder(&self) -> bool {
-        let holder = |target: &Target| *target == Target::Holder;
-        self.when_held
-            || match &self.action {
-                Action::Partition(a, b) | Action::Clog(a, b) => holder(a) || holder(b),
-                Action::PartitionOneway { from, to } => holder(from) || holder(to),
-                _ => false,
-            }
+        self.when_held || self.action.kind().cuts_off_holder()
     }
 
     /// Whether the fault is aimed at whoever holds the lock when it starts (and so waits
     /// for a holder), or waits for one all the same (`when = "held"`).
     pub(crate) fn targets_holder(&self) -> bool {
-        self.cuts_off_holder()
-            || matches!(
-                &self.action,
-                Action::Drift(Target::Holder, _)
-                    | Action::Pause(Target::Holder)
-                    | Action::Crash(Target::Holder)
-            )
+        self.when_held || self.action.kind().targets_holder()
     }
-}
-
-#[derive(Debug, Clone)]
-pub(crate) enum Action {
-    Partition(Target, Target),
-    PartitionOneway {
-        from: Target,
-        to: Target,
-    },
-    Clog(Target, Target),
-    /// Latency `[low, high]` on the links between the two sets of hosts, or on every
-    /// link.
-    Latency(Duration, Duration, Option<(Target, Target)>),
-    /// Message loss at `rate` on the links between the two sets, or on every link.
-    Loss(f64, Option<(Target, Target)>),
-    Drift(Target, f64),
-    Pause(Target),
-    Crash(Target),
-    /// The servers named (all of them: [`Target::Backend`]) crash.
-    BackendCrash {
-        lose_state: bool,
-        on: Target,
-    },
-    /// The servers named restart at once.
-    BackendRestart {
-        lose_state: bool,
-        on: Target,
-    },
-    /// The backend saves its state (a Redis snapshot).
-    BackendSnapshot,
-    /// The backend restarts from its last snapshot: the grants since are gone, and it is
-    /// another life of the server.
-    BackendRestore,
-    /// The backend's primary fails and its replica, asynchronously replicated `lag`
-    /// behind, takes over, the clients following it: whatever the primary wrote in its
-    /// last `lag` is gone, and it is another server.
-    BackendFailover {
-        /// How far behind the primary the replica was.
-        lag: Duration,
-    },
 }

@@ -7,16 +7,16 @@
 
 mod describe;
 mod filter;
-mod grants;
 mod server;
 mod svg;
 mod text;
+mod tokens;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use self::describe::describe;
-use self::grants::Grants;
+use self::tokens::Grants;
 use crate::check::{Beliefs, End};
 use crate::history::host_of;
 use crate::{Event, EventKind, History, Run, Scenario, Verdict, Violation};

@@ -2,7 +2,6 @@
 
 mod backend;
 mod client;
-mod faults;
 mod sim;
 mod storage;
 mod verdict;
@@ -10,9 +9,10 @@ mod verdict;
 use std::time::Duration;
 
 pub(crate) use self::client::Command;
-pub(crate) use self::faults::Applied;
 pub(crate) use self::sim::SimWorld;
+pub(crate) use self::storage::HOST as STORAGE;
 pub use self::verdict::Verdict;
+use crate::faults::Applied;
 use crate::{CheckConfig, DriverFactory, History, Scenario, Violation, check};
 
 pub(crate) const BACKEND: &str = "backend";

@@ -13,8 +13,8 @@ use turmoil::Sim;
 
 use super::backend::{self, Server};
 use super::client::{ClientHost, Command, PoisedHolds, Software};
-use super::faults::{self, Applied, Hosts};
 use super::{RunError, storage};
+use crate::faults::{self, Applied, Hosts, Scene};
 use crate::remote::DriverFactory;
 use crate::scenario::Fault;
 use crate::{History, Scenario, SimClock};
@@ -108,7 +108,7 @@ pub(crate) struct SimWorld<'a> {
     commands: BTreeMap<String, UnboundedSender<Command>>,
 }
 
-impl SimWorld<'_> {
+impl<'a> SimWorld<'a> {
     /// Builds the world of `scenario` for `seed`, with every client running the
     /// scenario's workload, or (with `commanded`) obeying [`send`](Self::send).
     pub(crate) fn new(
@@ -246,20 +246,23 @@ impl SimWorld<'_> {
 
     /// Starts `fault` now.
     pub(crate) fn start(&mut self, fault: &Fault) -> Applied {
-        let now = self.now();
-        faults::start(&mut self.sim, fault, &mut self.handles, &self.history, now)
+        faults::start(&mut self.scene(), fault)
     }
 
     /// Undoes a fault started by [`start`](Self::start).
     pub(crate) fn end(&mut self, applied: &Applied) {
-        let now = self.now();
-        faults::end(
-            &mut self.sim,
-            applied,
-            &mut self.handles,
-            &self.history,
-            now,
-            self.base_latency,
-        );
+        faults::end(&mut self.scene(), applied);
+    }
+
+    /// What starting or ending a fault now acts on.
+    fn scene(&mut self) -> Scene<'_, 'a> {
+        Scene {
+            now: self.now(),
+            sim: &mut self.sim,
+            hosts: &mut self.handles,
+            history: &self.history,
+            length: None,
+            base: self.base_latency,
+        }
     }
 }

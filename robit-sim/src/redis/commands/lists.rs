@@ -5,24 +5,25 @@
 
 use std::collections::VecDeque;
 
+use super::Command;
 use crate::redis::exec::{Exec, SYNTAX, integer};
 use crate::redis::resp::Frame;
 
 type Reply = Result<Frame, Frame>;
 
-/// Runs list command `name`, or answers `None` if it is not one.
-pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Option<Reply> {
-    let reply = match name {
-        "lpush" => push(exec, args, true),
-        "rpush" => push(exec, args, false),
-        "lpop" => lpop(exec, args),
-        "lindex" => lindex(exec, args),
-        "lpos" => lpos(exec, args),
-        "lrem" => lrem(exec, args),
-        "llen" => read(exec, &args[1], |list| {
+/// Runs list command `command`, or answers `None` if it is not one.
+pub(crate) fn dispatch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Option<Reply> {
+    let reply = match command {
+        Command::Lpush => push(exec, args, true),
+        Command::Rpush => push(exec, args, false),
+        Command::Lpop => lpop(exec, args),
+        Command::Lindex => lindex(exec, args),
+        Command::Lpos => lpos(exec, args),
+        Command::Lrem => lrem(exec, args),
+        Command::Llen => read(exec, &args[1], |list| {
             Frame::Integer(list.map_or(0, |list| len(list.len())))
         }),
-        "lrange" => lrange(exec, args),
+        Command::Lrange => lrange(exec, args),
         _ => return None,
     };
     Some(reply)

@@ -1,8 +1,8 @@
-//! The command table and the commands on keys and strings, with Redis 7's replies.
+//! Running a command, and the commands on keys and strings, with Redis 7's replies.
 //!
-//! Every command is checked the way Redis checks it before running it — unknown name,
-//! unknown subcommand, wrong number of arguments — with the same error text, and then
-//! runs against the dataset at the one instant `now` given for it.
+//! Every command is checked the way Redis checks it before running it (`table`: its
+//! name, subcommand and number of arguments, into a [`Command`]), and then runs against
+//! the dataset at the one instant `now` given for it.
 //!
 //! The other command families are in the modules below: `lists`, and `eval` for the
 //! scripts, which run in the server's Lua (`crate::redis::lua`). A script's
@@ -10,11 +10,14 @@
 
 mod eval;
 mod lists;
+mod table;
 
 use std::time::Duration;
 
+pub(crate) use self::table::{Command, check};
+use self::table::{Refused, lookup};
 use super::exec::{EPOCH, Exec, SYNTAX, integer, wrong_arity};
-use super::grants;
+use super::lock_keys;
 use super::resp::Frame;
 
 /// The server version HELLO reports: the Redis release whose behaviour this follows
@@ -23,205 +26,59 @@ pub(crate) const VERSION: &str = "7.2.0";
 /// [`VERSION`] as a number, as scripts read it (`redis.REDIS_VERSION_NUM`).
 pub(crate) const VERSION_NUM: u32 = 0x07_02_00;
 
-/// Commands a script may not call (Redis's `noscript` ones, among those known here).
-const NOT_IN_SCRIPTS: &[&str] = &[
-    "auth",
-    "client",
-    "eval",
-    "evalsha",
-    "hello",
-    "psubscribe",
-    "punsubscribe",
-    "quit",
-    "reset",
-    "script",
-    "subscribe",
-    "unsubscribe",
-];
-
-/// Commands this server knows, with Redis's arity: positive is exact, negative a minimum
-/// (both count the command's name).
-const COMMANDS: &[(&str, i64)] = &[
-    ("auth", -2),
-    ("client", -2),
-    ("dbsize", 1),
-    ("del", -2),
-    ("echo", 2),
-    ("eval", -3),
-    ("evalsha", -3),
-    ("exists", -2),
-    ("flushall", -1),
-    ("get", 2),
-    ("getdel", 2),
-    ("hello", -1),
-    ("incr", 2),
-    ("info", -1),
-    ("lindex", 3),
-    ("llen", 2),
-    ("lpop", -2),
-    ("lpos", -3),
-    ("lpush", -3),
-    ("lrange", 4),
-    ("lrem", 4),
-    ("pexpire", -3),
-    ("pexpireat", -3),
-    ("ping", -1),
-    ("psubscribe", -2),
-    ("pttl", 2),
-    ("publish", 3),
-    ("punsubscribe", -1),
-    ("quit", -1),
-    ("reset", 1),
-    ("rpush", -3),
-    ("script", -2),
-    ("select", 2),
-    ("set", -3),
-    ("subscribe", -2),
-    ("time", 1),
-    ("type", 2),
-    ("unsubscribe", -1),
-];
-
-/// Subcommands of the container commands, with their arity.
-const SUBCOMMANDS: &[(&str, &str, i64)] = &[
-    ("client", "getname", 2),
-    ("client", "id", 2),
-    ("client", "setinfo", 4),
-    ("client", "setname", 3),
-    ("script", "exists", -3),
-    ("script", "flush", -2),
-    ("script", "kill", 2),
-    ("script", "load", 3),
-];
-
-/// Why a command was refused before it ran.
-enum Refused {
-    Empty,
-    UnknownCommand,
-    UnknownSubcommand,
-    /// Wrong number of arguments for the command (`name|sub` for a subcommand).
-    Arity(String),
-}
-
-/// The lower-case name of the known command (and subcommand) `args` names, with an
-/// acceptable number of arguments.
-fn lookup(args: &[Vec<u8>]) -> Result<String, Refused> {
-    let first = args.first().ok_or(Refused::Empty)?;
-    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
-    let &(_, arity) = COMMANDS
-        .iter()
-        .find(|(known, _)| *known == name)
-        .ok_or(Refused::UnknownCommand)?;
-    let subcommands: Vec<_> = SUBCOMMANDS.iter().filter(|(of, ..)| *of == name).collect();
-    let (full, arity) = match (subcommands.is_empty(), args.get(1)) {
-        (false, Some(sub)) => {
-            let sub = String::from_utf8_lossy(sub).to_ascii_lowercase();
-            let &&(_, _, arity) = subcommands
-                .iter()
-                .find(|(_, known, _)| *known == sub)
-                .ok_or(Refused::UnknownSubcommand)?;
-            (format!("{name}|{sub}"), arity)
-        }
-        _ => (name.clone(), arity),
-    };
-    let argc = i64::try_from(args.len()).unwrap_or(i64::MAX);
-    if (arity > 0 && argc != arity) || argc < arity.abs() {
-        return Err(Refused::Arity(full));
-    }
-    Ok(name)
-}
-
-/// Checks that `args` names a known command (and subcommand) with an acceptable number
-/// of arguments; answers its lower-case name, or the error Redis would reply.
-pub(crate) fn check(args: &[Vec<u8>]) -> Result<String, Frame> {
-    lookup(args).map_err(|refused| match refused {
-        Refused::Empty => Frame::error("ERR empty command"),
-        Refused::UnknownCommand => unknown_command(args),
-        Refused::UnknownSubcommand => unknown_subcommand(args),
-        Refused::Arity(full) => wrong_arity(&full),
-    })
-}
-
 /// Runs a command a script called, with the checks and error texts Redis has for
 /// those: an unknown command, a wrong number of arguments, a command not allowed in
 /// scripts.
 pub(crate) fn script_command(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Frame {
-    let name = match lookup(args) {
-        Ok(name) => name,
+    let command = match lookup(args) {
+        Ok(command) => command,
         Err(Refused::Arity(_)) => {
             return Frame::error("ERR Wrong number of args calling Redis command from script");
         }
         Err(_) => return Frame::error("ERR Unknown Redis command called from script"),
     };
-    if NOT_IN_SCRIPTS.contains(&name.as_str()) {
+    if !command.allowed_in_scripts() {
         return Frame::error("ERR This Redis command is not allowed from script");
     }
-    if name == "info" {
+    if command == Command::Info {
         return super::state::info(exec.life, &args[1..]);
     }
-    dispatch(exec, &name, args)
-}
-
-fn unknown_command(args: &[Vec<u8>]) -> Frame {
-    let mut message = b"ERR unknown command '".to_vec();
-    message.extend(args[0].iter().take(128));
-    message.extend_from_slice(b"', with args beginning with: ");
-    let mut listed = 0;
-    for arg in &args[1..] {
-        if listed >= 128 {
-            break;
-        }
-        let shown = arg.len().min(128 - listed);
-        message.push(b'\'');
-        message.extend_from_slice(&arg[..shown]);
-        message.extend_from_slice(b"' ");
-        listed += shown + 3;
-    }
-    Frame::Error(message)
-}
-
-fn unknown_subcommand(args: &[Vec<u8>]) -> Frame {
-    let mut message = b"ERR unknown subcommand '".to_vec();
-    message.extend(args[1].iter().take(128));
-    message.extend_from_slice(b"'. Try ");
-    message.extend(args[0].to_ascii_uppercase());
-    message.extend_from_slice(b" HELP.");
-    Frame::Error(message)
+    dispatch(exec, command, args)
 }
 
 fn count(n: usize) -> Frame {
     Frame::Integer(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
-/// Runs a command that [`check`] accepted as `name`, and reports what it did to locks
-/// (see `crate::redis::grants`): a client's command, or a script as a whole. Connection commands (HELLO, SUBSCRIBE, …) are the
+/// Runs a command that [`check`] accepted as `command`, and reports what it did to locks
+/// (see `crate::redis::lock_keys`): a client's command, or a script as a whole. Connection commands (HELLO, SUBSCRIBE, …) are the
 /// session's; here they answer that they need a connection.
-pub(crate) fn dispatch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
+pub(crate) fn dispatch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Frame {
     // A script's own commands are not looked at one by one: the script is, as a whole.
     let sent_by_client = exec.scripts.is_some();
     let watched = if sent_by_client {
-        grants::watch(exec, name, args)
+        lock_keys::watch(exec, command, args)
     } else {
         Vec::new()
     };
-    let reply = run(exec, name, args);
-    grants::report(exec, watched);
-    grants::quarantine(exec, name, args);
+    let reply = run(exec, command, args);
+    lock_keys::report(exec, watched);
+    lock_keys::quarantine(exec, command, args);
     reply
 }
 
-fn run(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
-    let reply = match name {
-        "ping" => ping(args),
-        "echo" => Ok(Frame::bulk(&args[1])),
-        "time" => Ok(time(exec.now)),
-        "get" => exec
+fn run(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Frame {
+    let reply = match command {
+        Command::Ping => ping(args),
+        Command::Echo => Ok(Frame::bulk(&args[1])),
+        Command::Time => Ok(time(exec.now)),
+        Command::Get => exec
             .data
             .get(&args[1], exec.ms())
             .map(|value| value.map_or(Frame::NullBulk, Frame::Bulk))
             .map_err(Frame::error),
-        "set" => set(exec, args),
-        "del" => {
+        Command::Set => set(exec, args),
+        Command::Del => {
             let now = exec.ms();
             Ok(count(
                 args[1..]
@@ -230,7 +87,7 @@ fn run(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
                     .count(),
             ))
         }
-        "exists" => {
+        Command::Exists => {
             let now = exec.ms();
             Ok(count(
                 args[1..]
@@ -239,25 +96,26 @@ fn run(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Frame {
                     .count(),
             ))
         }
-        "type" => Ok(Frame::simple(exec.data.type_name(&args[1], exec.ms()))),
-        "pttl" => Ok(Frame::Integer(exec.data.pttl(&args[1], exec.ms()))),
-        "pexpire" => pexpire(exec, args, false),
-        "pexpireat" => pexpire(exec, args, true),
-        "getdel" => getdel(exec, args),
-        "incr" => exec
+        Command::Type => Ok(Frame::simple(exec.data.type_name(&args[1], exec.ms()))),
+        Command::Pttl => Ok(Frame::Integer(exec.data.pttl(&args[1], exec.ms()))),
+        Command::Pexpire => pexpire(exec, args, false),
+        Command::Pexpireat => pexpire(exec, args, true),
+        Command::Getdel => getdel(exec, args),
+        Command::Incr => exec
             .data
             .incr(&args[1], exec.ms())
             .map(Frame::Integer)
             .map_err(Frame::error),
-        "dbsize" => Ok(count(exec.data.len(exec.ms()))),
-        "flushall" => flushall(exec, args),
-        "publish" => Ok(Frame::Integer(exec.channels.publish(&args[1], &args[2]))),
-        "eval" => Ok(eval::eval(exec, args, false)),
-        "evalsha" => Ok(eval::eval(exec, args, true)),
-        "script" => Ok(eval::script(exec, args)),
-        _ => lists::dispatch(exec, name, args).unwrap_or_else(|| {
+        Command::Dbsize => Ok(count(exec.data.len(exec.ms()))),
+        Command::Flushall => flushall(exec, args),
+        Command::Publish => Ok(Frame::Integer(exec.channels.publish(&args[1], &args[2]))),
+        Command::Eval => Ok(eval::eval(exec, args, false)),
+        Command::Evalsha => Ok(eval::eval(exec, args, true)),
+        Command::Script => Ok(eval::script(exec, args)),
+        _ => lists::dispatch(exec, command, args).unwrap_or_else(|| {
             Ok(Frame::error(format!(
-                "ERR the simulated Redis answers '{name}' only on a connection to SimRedis"
+                "ERR the simulated Redis answers '{}' only on a connection to SimRedis",
+                command.name()
             )))
         }),
     };

@@ -4,7 +4,7 @@
 
 mod commands;
 mod failover;
-mod grants;
+mod lock_keys;
 mod lua;
 mod scripts;
 mod session;

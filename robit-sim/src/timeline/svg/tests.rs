@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::{escape, pack, tick_step};
+use super::layout::{Layout, pack, tick_step};
+use super::{FAULT_ROW, LANE, LEFT, RIGHT, WIDTH, escape};
 use crate::{EventKind, History, Promise, Timeline, Violation};
 
 fn history() -> History {
@@ -319,4 +320,31 @@ fn a_quarantine_is_a_band_on_the_backends_lane_cut_short_by_another_loss_of_stat
         assert!(svg.contains(title), "{title}: {svg}");
     }
     assert!(svg.contains(">quarantine</text>"), "the legend names it");
+}
+
+#[test]
+fn the_layout_stacks_the_title_fault_rows_lanes_legend_and_list_from_the_top() {
+    let timeline = Timeline::new(&history(), &[violation()], Duration::from_secs(10))
+        .with_title("two <clients>");
+    let layout = Layout::of(&timeline);
+    // Under the title, one row of fault labels, then the violations' numbers.
+    assert_eq!(layout.faults_top, 30.0);
+    assert_eq!(layout.faults.len(), 1);
+    assert_eq!(layout.marks_top, 30.0 + FAULT_ROW);
+    // Two clients' lanes (the backend made no grants here), then the legend, then one
+    // violation listed.
+    assert_eq!(layout.lanes.names, ["c1", "c2"]);
+    assert_eq!(layout.lanes.top, layout.marks_top + 16.0);
+    assert_eq!(layout.lanes_bottom, layout.lanes.top + 2.0 * LANE);
+    assert_eq!(layout.legend_top, layout.lanes_bottom + 30.0);
+    assert_eq!(layout.listed, 1);
+    assert!(layout.list_top > layout.legend_top);
+    assert_eq!(layout.height, layout.list_top - 6.0 + 2.0 * 15.0 + 8.0);
+    // The axis runs from the start to the end of the run across the plot.
+    assert_eq!(layout.axis.x(Duration::ZERO), LEFT);
+    assert_eq!(layout.axis.x(Duration::from_secs(10)), WIDTH - RIGHT);
+    assert_eq!(
+        layout.axis.x(Duration::from_secs(5)),
+        LEFT + layout.axis.plot / 2.0
+    );
 }

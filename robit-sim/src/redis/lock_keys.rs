@@ -25,6 +25,7 @@
 
 use std::time::Duration;
 
+use super::commands::Command;
 use super::events::{LockEvent, LockEventKind};
 use super::exec::Exec;
 use super::store::parse_integer;
@@ -141,11 +142,11 @@ fn grant(exec: &mut Exec<'_>, key: &[u8]) -> Option<Grant> {
     }
 }
 
-/// A quarantine `name` (a SET, with its arguments `args`) has just written, if any.
-pub(crate) fn quarantine(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) {
+/// A quarantine `command` (a SET, with its arguments `args`) has just written, if any.
+pub(crate) fn quarantine(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) {
     let Some(key) = args
         .get(1)
-        .filter(|key| name == "set" && is_quarantine(key))
+        .filter(|key| command == Command::Set && is_quarantine(key))
     else {
         return;
     };
@@ -162,19 +163,19 @@ pub(crate) fn quarantine(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) {
     }
 }
 
-/// The locks' keys `name` may write, and their grants before it runs.
-pub(crate) fn watch(exec: &mut Exec<'_>, name: &str, args: &[Vec<u8>]) -> Vec<Watched> {
-    let keys: Vec<Vec<u8>> = match name {
-        "set" | "pexpire" | "pexpireat" | "incr" | "getdel" => {
+/// The locks' keys `command` may write, and their grants before it runs.
+pub(crate) fn watch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Vec<Watched> {
+    let keys: Vec<Vec<u8>> = match command {
+        Command::Set | Command::Pexpire | Command::Pexpireat | Command::Incr | Command::Getdel => {
             args.get(1).into_iter().cloned().collect()
         }
-        "del" => distinct(&args[1..]),
-        "eval" | "evalsha" => {
+        Command::Del => distinct(&args[1..]),
+        Command::Eval | Command::Evalsha => {
             let count = args.get(2).and_then(|n| parse_integer(n));
             let count = count.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
             distinct(args.get(3..3 + count).unwrap_or_default())
         }
-        "flushall" => exec.data.keys(exec.ms()),
+        Command::Flushall => exec.data.keys(exec.ms()),
         _ => return Vec::new(),
     };
     keys.into_iter()

@@ -1,0 +1,60 @@
+//! `partition`: every link between two sets of hosts cut, both ways, until repaired.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{Invalid, Kind, Parse, Resolve, Scene, Sides, Written, timing};
+use crate::scenario::{Dur, Target};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Raw {
+    at: Dur,
+    #[serde(default, rename = "for")]
+    length: Option<Dur>,
+    between: Vec<String>,
+}
+
+/// The hosts one target names, cut off from those the other names.
+#[derive(Debug, Clone)]
+pub(crate) struct Partition(pub(crate) Target, pub(crate) Target);
+
+impl Written for Raw {
+    type Kind = Partition;
+
+    fn timing(&self) -> (Duration, Option<Duration>) {
+        timing(self.at, self.length)
+    }
+
+    fn parse(self, on: &Parse<'_>) -> Result<Partition, Invalid> {
+        let (a, b) = on.hosts.two(&self.between)?;
+        Ok(Partition(a, b))
+    }
+}
+
+impl Kind for Partition {
+    fn sides(&self, on: &Resolve<'_>) -> Sides {
+        on.two(&self.0, &self.1)
+    }
+
+    fn describe(&self, sides: &Sides) -> String {
+        format!("partition {} | {}", sides.a_names(), sides.b_names())
+    }
+
+    fn start(&self, world: &mut Scene<'_, '_>, sides: &Sides) {
+        for (x, y) in sides.pairs() {
+            world.sim.partition(x.as_str(), y.as_str());
+        }
+    }
+
+    fn end(&self, world: &mut Scene<'_, '_>, sides: &Sides) {
+        for (x, y) in sides.pairs() {
+            world.sim.repair(x.as_str(), y.as_str());
+        }
+    }
+
+    fn cuts_off_holder(&self) -> bool {
+        self.0 == Target::Holder || self.1 == Target::Holder
+    }
+}
