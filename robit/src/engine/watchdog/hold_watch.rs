@@ -125,7 +125,10 @@ impl HoldWatch<'_> {
     ) -> Next {
         let (core, config) = (self.core, &self.core.config);
         let attempt_end = self.hold.timing.attempt_end(config, sent);
-        let jeopardy_at = (self.hold.timing).jeopardy_due(config, self.hold.signals.in_jeopardy());
+        let jeopardy_at = self
+            .hold
+            .timing
+            .jeopardy_due(config, self.hold.signals.in_jeopardy());
         // Dropped, unfinished, only once the outcome is dealt with.
         let mut renew = pin!(self.hold.lease.renew(config.ttl));
         let attempt = self
@@ -138,7 +141,11 @@ impl HoldWatch<'_> {
             Attempt::TimedOut => Err(DriverError::Timeout(attempt_end - sent)),
             Attempt::Done(answer) => answer,
         };
-        match (self.hold.timing).judge(config, answer, sent, now, config.validity) {
+        match self
+            .hold
+            .timing
+            .judge(config, answer, sent, now, config.validity)
+        {
             Verdict::Renewed { deadline, slack } => {
                 if !core.extend(self.hold.id, deadline, now) {
                     return Next::Stop;
