@@ -103,12 +103,6 @@ impl Timing {
         }
     }
 
-    /// Whether the hold enters jeopardy at `now`.
-    pub(super) fn endangered(&self, config: &Config, now: Instant, in_jeopardy: bool) -> bool {
-        self.jeopardy_due(config, in_jeopardy)
-            .is_some_and(|at| now >= at)
-    }
-
     /// Whether the watchdog renews at `now`.
     pub(super) fn renew_due(&self, config: &Config, now: Instant) -> bool {
         config.watchdog && now >= self.next_renew

@@ -87,9 +87,9 @@ impl HoldWatch<'_> {
         if let Some(reason) = timing.over_at(now) {
             return Next::Lose(reason);
         }
-        if timing.endangered(config, now, self.hold.signals.in_jeopardy()) {
-            self.core.endanger(self.hold.id, now);
-        }
+        // Into jeopardy, if it is due by the deadline as it stands: the mutex decides, under
+        // its lock, so that a refresh's new deadline is seen.
+        self.core.endanger(self.hold.id, now);
         if !timing.renew_due(config, now) {
             return Next::Watch;
         }
