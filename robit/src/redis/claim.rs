@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use crate::driver::{LockName, OwnerToken, Waiter};
     use crate::engine::MAX_TTL;
-    use crate::redis::identity::Identity;
+    use crate::redis::state_loss::identity::Identity;
 
     #[test]
     fn the_largest_acquire_call_fits_the_room_its_keys_give_it() {
