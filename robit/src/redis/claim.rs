@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::answers::AcquireAnswer;
 use super::keys::NameKeys;
 use super::lease::{LeaseGrant, RedisLease};
-use super::millis::millis_ceil;
-use super::script_args::AcquireArgs;
+use super::scripts::answers::AcquireAnswer;
+use super::scripts::args::AcquireArgs;
+use super::scripts::millis::millis_ceil;
 use super::scripts::{ScriptCall, Span, WaiterArgs};
 use super::{Connector, RedisDriver};
 use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};

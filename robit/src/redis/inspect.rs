@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::answers::Freed;
-use super::script_args::{InspectArgs, ReleaseArgs};
 use super::scripts::ScriptCall;
+use super::scripts::answers::Freed;
+use super::scripts::args::{InspectArgs, ReleaseArgs};
 use super::{Connector, RedisDriver};
 use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken, hex128};
 

@@ -7,9 +7,9 @@ use tokio::time::Instant;
 
 use async_trait::async_trait;
 
-use super::answers::Freed;
-use super::millis::millis_ceil;
-use super::script_args::{RaiseArgs, ReleaseArgs, RenewArgs};
+use super::scripts::answers::Freed;
+use super::scripts::args::{RaiseArgs, ReleaseArgs, RenewArgs};
+use super::scripts::millis::millis_ceil;
 use super::scripts::{ScriptCall, Span, WaiterArgs};
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};

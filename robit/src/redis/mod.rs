@@ -72,17 +72,14 @@
 //! # Ok(()) }
 //! ```
 
-mod answers;
 mod claim;
 mod config;
 mod error;
 mod inspect;
 mod keys;
 mod lease;
-mod millis;
 mod notify;
 mod redlock;
-mod script_args;
 mod scripts;
 mod state_loss;
 mod transport;
@@ -105,10 +102,10 @@ pub use self::scripts::sources as script_sources;
 pub use self::state_loss::FirstUse;
 pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlConnector};
 
-use self::answers::Freed;
 use self::config::Settings;
 use self::notify::Dispatcher;
-use self::script_args::WithdrawArgs;
+use self::scripts::answers::Freed;
+use self::scripts::args::WithdrawArgs;
 use self::scripts::{ScriptCall, WaiterArgs};
 use self::state_loss::namespace::Namespace;
 use self::state_loss::quarantine_log::QuarantineLog;

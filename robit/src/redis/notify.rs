@@ -21,7 +21,7 @@ use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use super::Connector;
-use super::answers::{Freed, parse_waiter};
+use super::scripts::answers::{Freed, parse_waiter};
 use super::waiters::Waiters;
 use crate::driver::ReleaseWatch;
 use crate::millis::Millis;

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use futures_util::future::join_all;
 
 use crate::redis::keys::BUCKETS;
-use crate::redis::script_args::CreateArgs;
 use crate::redis::scripts::ScriptCall;
+use crate::redis::scripts::args::CreateArgs;
 use crate::redis::{Connector, Inner};
 
 impl<C: Connector> Inner<C> {

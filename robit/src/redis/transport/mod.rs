@@ -4,7 +4,7 @@
 //! sentinels names, or a Redis Cluster), and the one command connection a driver
 //! shares between its calls, replaced when it breaks, every command on it bounded by
 //! the command timeout (`connection.rs`). What the commands say — the scripts and their
-//! keys — is in `scripts.rs` and `keys.rs`; what the pub/sub connection is for, in
+//! keys — is in `scripts/` and `keys.rs`; what the pub/sub connection is for, in
 //! `notify.rs`.
 
 mod cluster;

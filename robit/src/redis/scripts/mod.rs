@@ -1,7 +1,7 @@
 //! The server-side scripts: one round trip per operation.
 //!
 //! Each is called with EVALSHA through a [`ScriptCall`], which writes the hash, the keys
-//! and the arguments (a script's [`ScriptArgs`], in script_args.rs) straight into the
+//! and the arguments (a script's [`ScriptArgs`], in `args.rs`) straight into the
 //! command's buffer. (`redis::ScriptInvocation`
 //! would first collect every key and argument into a vector of its own, then copy them
 //! all into the command: an allocation per key and argument on every call.) On NOSCRIPT
@@ -9,8 +9,12 @@
 //! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
 //! redis-rs's. The `redis::Script`s here provide each script's hash and text.
 //!
-//! Every script includes `scripts/common.lua`: the lock key's format, the server's clock,
+//! Every script includes `common.lua`: the lock key's format, the server's clock,
 //! and the hand-off. Acquire and release run their uncontended path before it.
+
+pub(super) mod answers;
+pub(super) mod args;
+pub(super) mod millis;
 
 use std::io::Write;
 use std::sync::OnceLock;
@@ -22,8 +26,8 @@ use redis::{
     Value,
 };
 
-use super::millis::millis_ceil;
-use super::script_args::{ScriptArgs, required};
+use self::args::{ScriptArgs, required};
+use self::millis::millis_ceil;
 use crate::driver::{Waiter, hex128};
 
 /// The exact text of every script the driver sends, common prelude included.
@@ -35,39 +39,27 @@ pub mod sources {
     /// Acquire: grant, queue, or refuse during a quarantine. The uncontended grant comes
     /// before the common prelude, so that it does not pay for defining its functions.
     pub const ACQUIRE: &str = concat!(
-        include_str!("scripts/acquire.lua"),
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/acquire_rest.lua")
+        include_str!("acquire.lua"),
+        include_str!("common.lua"),
+        include_str!("acquire_rest.lua")
     );
     /// Renew: extend the caller's own grant.
-    pub const RENEW: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/renew.lua")
-    );
+    pub const RENEW: &str = concat!(include_str!("common.lua"), include_str!("renew.lua"));
     /// Release: free the caller's own grant, handing it to the first waiter. The
     /// uncontended release comes before the common prelude, as acquire's does.
     pub const RELEASE: &str = concat!(
-        include_str!("scripts/release.lua"),
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/release_rest.lua")
+        include_str!("release.lua"),
+        include_str!("common.lua"),
+        include_str!("release_rest.lua")
     );
     /// Withdraw: a waiter leaves the queue and passes on its reservation.
-    pub const WITHDRAW: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/withdraw.lua")
-    );
+    pub const WITHDRAW: &str = concat!(include_str!("common.lua"), include_str!("withdraw.lua"));
     /// Inspect: what a lock's keys hold, for an operator.
-    pub const INSPECT: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/inspect.lua")
-    );
+    pub const INSPECT: &str = concat!(include_str!("common.lua"), include_str!("inspect.lua"));
     /// Raise: lift a quorum member's fencing counter to the quorum's token.
-    pub const RAISE: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/raise.lua")
-    );
+    pub const RAISE: &str = concat!(include_str!("common.lua"), include_str!("raise.lua"));
     /// Create: a new namespace's fencing counter in one bucket, in cluster mode.
-    pub const CREATE: &str = include_str!("scripts/create.lua");
+    pub const CREATE: &str = include_str!("create.lua");
 }
 
 /// A script: its text, and its hash (a `redis::Script`, made on first use).
@@ -415,7 +407,7 @@ fn words(command: &Cmd) -> Vec<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::script_args::RaiseArgs;
+    use super::args::RaiseArgs;
     use super::*;
 
     #[test]

@@ -15,13 +15,11 @@ use std::io::Write;
 
 use redis::{RedisWrite, ToRedisArgs};
 
-use super::flag;
-use super::scripts::{
-    ACQUIRE, CREATE, INSPECT, Key, Lua, RAISE, RELEASE, RENEW, ScriptCall, WITHDRAW,
-};
+use super::{ACQUIRE, CREATE, INSPECT, Key, Lua, RAISE, RELEASE, RENEW, ScriptCall, WITHDRAW};
+use crate::redis::flag;
 
 /// The keys and arguments of one script's call.
-pub(super) trait ScriptArgs {
+pub(in crate::redis) trait ScriptArgs {
     /// The script called.
     const SCRIPT: &'static Lua;
     /// The names of its keys, `KEYS[1]` first, as its header gives them.
@@ -36,37 +34,37 @@ pub(super) trait ScriptArgs {
 }
 
 /// How many of the arguments named `argv` every call sends: those not optional.
-pub(super) fn required(argv: &[&str]) -> usize {
+pub(in crate::redis) fn required(argv: &[&str]) -> usize {
     argv.iter().filter(|name| !name.ends_with('?')).count()
 }
 
 /// Acquire (acquire.lua): grant, queue, or refuse during a quarantine.
-pub(super) struct AcquireArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) queue: Key<'a>,
-    pub(super) fence: Key<'a>,
-    pub(super) quarantine: Key<'a>,
+pub(in crate::redis) struct AcquireArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) queue: Key<'a>,
+    pub(in crate::redis) fence: Key<'a>,
+    pub(in crate::redis) quarantine: Key<'a>,
     /// The owner token: 32 lower-case hex digits.
-    pub(super) owner: &'a [u8],
+    pub(in crate::redis) owner: &'a [u8],
     /// The key's lifetime: the TTL plus any lock-delay.
-    pub(super) key_ms: u64,
+    pub(in crate::redis) key_ms: u64,
     /// The waiter's id and its queue entry; both empty for a single try.
-    pub(super) waiter: &'a [u8],
-    pub(super) entry: &'a [u8],
-    pub(super) queue_ttl_ms: u64,
-    pub(super) channel: &'a str,
-    pub(super) handoff_ms: u64,
-    pub(super) quarantine_ms: u64,
+    pub(in crate::redis) waiter: &'a [u8],
+    pub(in crate::redis) entry: &'a [u8],
+    pub(in crate::redis) queue_ttl_ms: u64,
+    pub(in crate::redis) channel: &'a str,
+    pub(in crate::redis) handoff_ms: u64,
+    pub(in crate::redis) quarantine_ms: u64,
     /// A missing counter means lost state (not a new namespace).
-    pub(super) lost: bool,
+    pub(in crate::redis) lost: bool,
     /// An earlier attempt of this waiter may have queued it.
-    pub(super) queued: bool,
+    pub(in crate::redis) queued: bool,
     /// The server's identity as the connection gives it (`Identity`).
-    pub(super) server: &'a [u8],
+    pub(in crate::redis) server: &'a [u8],
     /// With a lock-delay: the grant's span, `<ttl ms>+<delay ms>`.
-    pub(super) span: Option<&'a str>,
+    pub(in crate::redis) span: Option<&'a str>,
     /// A quorum's member: the quorum's proposed token.
-    pub(super) proposal: Option<u64>,
+    pub(in crate::redis) proposal: Option<u64>,
 }
 
 impl ScriptArgs for AcquireArgs<'_> {
@@ -138,13 +136,13 @@ impl ToRedisArgs for Extras<'_> {
 }
 
 /// Renew (renew.lua): extend the caller's own grant.
-pub(super) struct RenewArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) owner: &'a [u8],
-    pub(super) ttl_ms: u64,
+pub(in crate::redis) struct RenewArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) owner: &'a [u8],
+    pub(in crate::redis) ttl_ms: u64,
     /// With a lock-delay: the grant's span (`<ttl ms>+<delay ms>`) and the key's
     /// lifetime in ms (the TTL plus the delay), sent both or neither.
-    pub(super) lock_delay: Option<(&'a str, u64)>,
+    pub(in crate::redis) lock_delay: Option<(&'a str, u64)>,
 }
 
 impl ScriptArgs for RenewArgs<'_> {
@@ -161,17 +159,17 @@ impl ScriptArgs for RenewArgs<'_> {
 }
 
 /// Release (release.lua): free the caller's own grant, handing the lock on.
-pub(super) struct ReleaseArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) queue: Key<'a>,
-    pub(super) owner: &'a [u8],
-    pub(super) channel: &'a str,
-    pub(super) handoff_ms: u64,
+pub(in crate::redis) struct ReleaseArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) queue: Key<'a>,
+    pub(in crate::redis) owner: &'a [u8],
+    pub(in crate::redis) channel: &'a str,
+    pub(in crate::redis) handoff_ms: u64,
     /// Read before deleting: the grant may be gone, and the key someone else's.
-    pub(super) careful: bool,
+    pub(in crate::redis) careful: bool,
     /// A quorum's member grant given back, handed to nobody now: `Some`, with the
     /// caller's queue entry if it waits.
-    pub(super) quietly: Option<Option<&'a [u8]>>,
+    pub(in crate::redis) quietly: Option<Option<&'a [u8]>>,
 }
 
 impl ScriptArgs for ReleaseArgs<'_> {
@@ -203,13 +201,13 @@ impl ScriptArgs for ReleaseArgs<'_> {
 }
 
 /// Withdraw (withdraw.lua): a waiter leaves the queue and passes on its reservation.
-pub(super) struct WithdrawArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) queue: Key<'a>,
-    pub(super) waiter: &'a [u8],
-    pub(super) entry: &'a [u8],
-    pub(super) channel: &'a str,
-    pub(super) handoff_ms: u64,
+pub(in crate::redis) struct WithdrawArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) queue: Key<'a>,
+    pub(in crate::redis) waiter: &'a [u8],
+    pub(in crate::redis) entry: &'a [u8],
+    pub(in crate::redis) channel: &'a str,
+    pub(in crate::redis) handoff_ms: u64,
 }
 
 impl ScriptArgs for WithdrawArgs<'_> {
@@ -228,9 +226,9 @@ impl ScriptArgs for WithdrawArgs<'_> {
 }
 
 /// Inspect (inspect.lua): what a lock's keys hold.
-pub(super) struct InspectArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) queue: Key<'a>,
+pub(in crate::redis) struct InspectArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) queue: Key<'a>,
 }
 
 impl ScriptArgs for InspectArgs<'_> {
@@ -244,11 +242,11 @@ impl ScriptArgs for InspectArgs<'_> {
 }
 
 /// Raise (raise.lua): lift a quorum member's fencing counter to the quorum's token.
-pub(super) struct RaiseArgs<'a> {
-    pub(super) lock: Key<'a>,
-    pub(super) fence: Key<'a>,
-    pub(super) owner: &'a [u8],
-    pub(super) token: u64,
+pub(in crate::redis) struct RaiseArgs<'a> {
+    pub(in crate::redis) lock: Key<'a>,
+    pub(in crate::redis) fence: Key<'a>,
+    pub(in crate::redis) owner: &'a [u8],
+    pub(in crate::redis) token: u64,
 }
 
 impl ScriptArgs for RaiseArgs<'_> {
@@ -265,9 +263,9 @@ impl ScriptArgs for RaiseArgs<'_> {
 }
 
 /// Create (create.lua): a new namespace's fencing counter in one bucket.
-pub(super) struct CreateArgs<'a> {
-    pub(super) fence: Key<'a>,
-    pub(super) server: &'a [u8],
+pub(in crate::redis) struct CreateArgs<'a> {
+    pub(in crate::redis) fence: Key<'a>,
+    pub(in crate::redis) server: &'a [u8],
 }
 
 impl ScriptArgs for CreateArgs<'_> {
@@ -420,10 +418,15 @@ mod tests {
             check(&raise, &raise),
             check(&create, &create),
         ];
-        // Every script file with a header is part of a script checked here.
+        // Every script file with a header is part of a script checked here. (The folder
+        // holds the Rust that calls them too.)
         let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts");
         for file in std::fs::read_dir(folder).expect("the scripts' folder") {
-            let text = std::fs::read_to_string(file.expect("a script").path()).unwrap();
+            let path = file.expect("a script").path();
+            if path.extension().is_none_or(|extension| extension != "lua") {
+                continue;
+            }
+            let text = std::fs::read_to_string(path).unwrap();
             if header(&text) != [Vec::<&str>::new(), Vec::new()] {
                 assert!(
                     checked.iter().any(|source| source.contains(&text)),
