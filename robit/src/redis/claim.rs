@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use super::keys::NameKeys;
 use super::lease::{LeaseGrant, RedisLease};
+use super::scripts::ScriptCall;
 use super::scripts::answers::AcquireAnswer;
-use super::scripts::args::AcquireArgs;
+use super::scripts::args::{AcquireArgs, Span, WaiterArgs};
 use super::scripts::millis::millis_ceil;
-use super::scripts::{ScriptCall, Span, WaiterArgs};
 use super::{Connector, RedisDriver};
 use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};
 use crate::millis::Millis;

@@ -104,19 +104,14 @@ pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlCon
 
 use self::config::Settings;
 use self::notify::Dispatcher;
+use self::scripts::ScriptCall;
 use self::scripts::answers::Freed;
-use self::scripts::args::WithdrawArgs;
-use self::scripts::{ScriptCall, WaiterArgs};
+use self::scripts::args::{WaiterArgs, WithdrawArgs};
 use self::state_loss::namespace::Namespace;
 use self::state_loss::quarantine_log::QuarantineLog;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
-
-/// A flag as the scripts take it.
-fn flag(on: bool) -> &'static [u8] {
-    if on { b"1" } else { b"0" }
-}
 
 /// A lock backend on one Redis server (or Redis-compatible server, 7.0 or later).
 ///

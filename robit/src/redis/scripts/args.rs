@@ -9,14 +9,19 @@
 //! [`ScriptArgs::ARGV`]); a test compares them with every script's header, and with the
 //! keys and arguments its code reads, so that the two sides cannot drift; and
 //! [`ScriptCall::new`] checks, in debug builds, that a struct writes as many as it
-//! declares.
+//! declares (the test is in `tests.rs`).
+//!
+//! Here too, the pieces those structs write that are more than a number or bytes: a key
+//! ([`Key`]), a grant's span ([`Span`]), a waiter ([`WaiterArgs`]), a flag.
 
 use std::io::Write;
+use std::time::Duration;
 
 use redis::{RedisWrite, ToRedisArgs};
 
-use super::{ACQUIRE, CREATE, INSPECT, Key, Lua, RAISE, RELEASE, RENEW, ScriptCall, WITHDRAW};
-use crate::redis::flag;
+use super::millis::millis_ceil;
+use super::{ACQUIRE, CREATE, INSPECT, Lua, RAISE, RELEASE, RENEW, ScriptCall, WITHDRAW};
+use crate::driver::{Waiter, hex128};
 
 /// The keys and arguments of one script's call.
 pub(in crate::redis) trait ScriptArgs {
@@ -278,199 +283,107 @@ impl ScriptArgs for CreateArgs<'_> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeSet;
+/// A key made of a hash tag, a kind and a lock name (empty for a namespace's own keys),
+/// written into the command as one argument with no allocation.
+#[derive(Debug, Clone, Copy)]
+pub(in crate::redis) struct Key<'a> {
+    parts: [&'a [u8]; 3],
+}
 
-    use super::*;
-
-    /// The names a script's header gives its keys and its arguments, in order: the
-    /// lines `-- KEYS[i] <name> …` and `-- ARGV[i] <name> …`, numbered from 1 without a
-    /// gap.
-    fn header(source: &str) -> [Vec<&str>; 2] {
-        let mut names = [Vec::new(), Vec::new()];
-        for line in source.lines() {
-            for (table, names) in ["-- KEYS[", "-- ARGV["].into_iter().zip(&mut names) {
-                let Some(rest) = line.strip_prefix(table) else {
-                    continue;
-                };
-                let (index, rest) = rest.split_once(']').expect("KEYS[i] or ARGV[i]");
-                assert_eq!(index, (names.len() + 1).to_string(), "{line}");
-                let name = rest.split_whitespace().next().expect("a name");
-                names.push(name);
-            }
+impl<'a> Key<'a> {
+    pub(in crate::redis) fn new(tag: &'a [u8], kind: &'static [u8], name: &'a [u8]) -> Self {
+        Self {
+            parts: [tag, kind, name],
         }
-        names
     }
+}
 
-    /// The indexes of `KEYS[i]` and of `ARGV[i]` that a script's code (not its comments)
-    /// reads.
-    fn reads(source: &str) -> [BTreeSet<usize>; 2] {
-        let mut read = [BTreeSet::new(), BTreeSet::new()];
-        for line in source.lines() {
-            let code = line.split("--").next().unwrap_or_default();
-            for (table, read) in ["KEYS[", "ARGV["].into_iter().zip(&mut read) {
-                for (at, _) in code.match_indices(table) {
-                    let rest = &code[at + table.len()..];
-                    let index = rest.split(']').next().unwrap_or_default();
-                    read.insert(index.parse().expect("a literal index"));
-                }
+/// Up to this length, a [`Key`] is joined on the stack and written in one piece: cheaper
+/// than writing its parts one by one through `RedisWrite::writer_for_next_arg`, a call
+/// into redis-rs per part (measured). Longer ones, rare, are written that way.
+pub(super) const JOIN_ON_STACK: usize = 128;
+
+impl ToRedisArgs for Key<'_> {
+    fn write_redis_args<W>(&self, out: &mut W)
+    where
+        W: ?Sized + RedisWrite,
+    {
+        let len: usize = self.parts.iter().map(|part| part.len()).sum();
+        if len <= JOIN_ON_STACK {
+            let mut joined = [0; JOIN_ON_STACK];
+            let mut at = 0;
+            for part in self.parts {
+                joined[at..at + part.len()].copy_from_slice(part);
+                at += part.len();
             }
-        }
-        read
-    }
-
-    /// Checks `A`'s declared names against its script's header and code, and the
-    /// arguments `fewest` (every optional one absent) and `most` (all present) write.
-    /// Answers the script's text.
-    fn check<A: ScriptArgs>(fewest: &A, most: &A) -> &'static str {
-        let source = A::SCRIPT.source();
-        let [keys, argv] = header(source);
-        let name = std::any::type_name::<A>();
-        assert_eq!(
-            keys,
-            A::KEYS,
-            "{name}'s keys: the script's header, then the struct's"
-        );
-        assert_eq!(
-            argv,
-            A::ARGV,
-            "{name}'s arguments: the header's, then the struct's"
-        );
-        let [keys_read, argv_read] = reads(source);
-        assert_eq!(keys_read, (1..=keys.len()).collect(), "{name}'s keys read");
-        assert_eq!(
-            argv_read,
-            (1..=argv.len()).collect(),
-            "{name}'s arguments read"
-        );
-        let optional = argv.iter().position(|name| name.ends_with('?'));
-        let trailing = argv[optional.unwrap_or(argv.len())..].iter();
-        assert!(
-            trailing.clone().all(|arg| arg.ends_with('?')),
-            "{name}: {argv:?}"
-        );
-        assert_eq!(ScriptCall::new(fewest, 0).args(), required(&argv), "{name}");
-        assert_eq!(ScriptCall::new(most, 0).args(), argv.len(), "{name}");
-        source
-    }
-
-    #[test]
-    fn every_script_s_header_names_the_keys_and_arguments_its_call_writes_and_its_code_reads() {
-        let key = |kind: &'static [u8]| Key::new(b"{t}", kind, b"a");
-        let (lock, queue, fence) = (key(b":lock:"), key(b":queue:"), key(b":fence"));
-        let owner = &[b'a'; 32][..];
-        let acquire = |span, proposal| AcquireArgs {
-            lock,
-            queue,
-            fence,
-            quarantine: key(b":quarantine"),
-            owner,
-            key_ms: 1500,
-            waiter: b"",
-            entry: b"",
-            queue_ttl_ms: 0,
-            channel: "t:handoff",
-            handoff_ms: 500,
-            quarantine_ms: 0,
-            lost: true,
-            queued: false,
-            server: b"*",
-            span,
-            proposal,
-        };
-        let renew = |lock_delay| RenewArgs {
-            lock,
-            owner,
-            ttl_ms: 1000,
-            lock_delay,
-        };
-        let release = |quietly| ReleaseArgs {
-            lock,
-            queue,
-            owner,
-            channel: "t:handoff",
-            handoff_ms: 500,
-            careful: false,
-            quietly,
-        };
-        let withdraw = WithdrawArgs {
-            lock,
-            queue,
-            waiter: owner,
-            entry: b"x:1",
-            channel: "t:handoff",
-            handoff_ms: 500,
-        };
-        let raise = RaiseArgs {
-            lock,
-            fence,
-            owner,
-            token: 7,
-        };
-        let create = CreateArgs { fence, server: b"" };
-        let checked = [
-            check(&acquire(None, None), &acquire(Some("1000+500"), Some(7))),
-            check(&renew(None), &renew(Some(("1000+500", 1500)))),
-            check(&release(None), &release(Some(Some(b"x:1")))),
-            check(&withdraw, &withdraw),
-            check(&InspectArgs { lock, queue }, &InspectArgs { lock, queue }),
-            check(&raise, &raise),
-            check(&create, &create),
-        ];
-        // Every script file with a header is part of a script checked here. (The folder
-        // holds the Rust that calls them too.)
-        let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts");
-        for file in std::fs::read_dir(folder).expect("the scripts' folder") {
-            let path = file.expect("a script").path();
-            if path.extension().is_none_or(|extension| extension != "lua") {
-                continue;
-            }
-            let text = std::fs::read_to_string(path).unwrap();
-            if header(&text) != [Vec::<&str>::new(), Vec::new()] {
-                assert!(
-                    checked.iter().any(|source| source.contains(&text)),
-                    "{text}"
-                );
+            out.write_arg(&joined[..len]);
+        } else {
+            let mut arg = out.writer_for_next_arg();
+            // Writing into a command (or redis-rs's other argument buffers) cannot fail,
+            // and `write_redis_args` could not report it if it did.
+            for part in self.parts {
+                let _ = arg.write_all(part);
             }
         }
     }
+}
 
-    #[test]
-    fn acquire_s_optional_arguments_travel_as_one_without_placeholders() {
-        let key = Key::new(b"{t}", b":lock:", b"a");
-        let call = |span, proposal| {
-            let args = AcquireArgs {
-                lock: key,
-                queue: key,
-                fence: key,
-                quarantine: key,
-                owner: b"a",
-                key_ms: 1500,
-                waiter: b"",
-                entry: b"",
-                queue_ttl_ms: 0,
-                channel: "c",
-                handoff_ms: 500,
-                quarantine_ms: 0,
-                lost: false,
-                queued: false,
-                server: b"",
-                span,
-                proposal,
+/// How long a grant's key lives, and the span its value records: the TTL alone, or, with
+/// a lock-delay, `<ttl ms>+<delay ms>` (see common.lua).
+pub(in crate::redis) struct Span {
+    /// The key's lifetime in ms: the TTL plus the lock-delay.
+    pub(in crate::redis) key_ms: u64,
+    /// The span as the value writes it, when it is not `key_ms` itself.
+    pub(in crate::redis) text: Option<String>,
+}
+
+impl Span {
+    pub(in crate::redis) fn new(ttl: Duration, lock_delay: Duration) -> Self {
+        if lock_delay.is_zero() {
+            return Self {
+                key_ms: millis_ceil(ttl),
+                text: None,
             };
-            ScriptCall::new(&args, 0).words()
-        };
-        // EVALSHA, the hash, the number of keys, four keys, eleven arguments.
-        assert_eq!(call(None, None).len(), 3 + 4 + 11);
-        for (span, proposal, extras) in [
-            (Some("1000+500"), None, &b"1000+500"[..]),
-            (None, Some(u64::MAX), b"@18446744073709551615"),
-            (Some("1000+500"), Some(7), b"1000+500@7"),
-        ] {
-            let words = call(span, proposal);
-            assert_eq!(words.len(), 3 + 4 + 12);
-            assert_eq!(words.last().unwrap(), extras);
+        }
+        let (ttl_ms, delay_ms) = (millis_ceil(ttl), millis_ceil(lock_delay));
+        Self {
+            key_ms: ttl_ms.saturating_add(delay_ms),
+            text: Some(format!("{ttl_ms}+{delay_ms}")),
         }
     }
+}
+
+/// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
+/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
+/// Built on the stack: a waiting `lock()` sends it with every attempt.
+pub(in crate::redis) struct WaiterArgs {
+    /// The entry; the id is its first 32 bytes.
+    entry: [u8; 32 + 1 + 20],
+    len: usize,
+}
+
+impl WaiterArgs {
+    pub(in crate::redis) fn new(waiter: &Waiter) -> Self {
+        let mut entry = [0; 53];
+        entry[..32].copy_from_slice(&hex128(waiter.id));
+        entry[32] = b':';
+        let mut digits = itoa::Buffer::new();
+        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
+        let len = 33 + poll.len();
+        entry[33..len].copy_from_slice(poll);
+        Self { entry, len }
+    }
+
+    pub(in crate::redis) fn id(&self) -> &[u8] {
+        &self.entry[..32]
+    }
+
+    pub(in crate::redis) fn entry(&self) -> &[u8] {
+        &self.entry[..self.len]
+    }
+}
+
+/// A flag as the scripts take it.
+fn flag(on: bool) -> &'static [u8] {
+    if on { b"1" } else { b"0" }
 }
