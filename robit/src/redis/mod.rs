@@ -72,18 +72,18 @@
 //! # Ok(()) }
 //! ```
 
-mod claim;
+mod acquire;
 mod config;
 mod error;
+mod force_release;
 mod inspect;
 mod keys;
 mod lease;
-mod notify;
 mod redlock;
 mod scripts;
 mod state_loss;
 mod transport;
-mod waiters;
+mod watch;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
@@ -103,12 +103,12 @@ pub use self::state_loss::FirstUse;
 pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlConnector};
 
 use self::config::Settings;
-use self::notify::Dispatcher;
 use self::scripts::ScriptCall;
 use self::scripts::answers::Freed;
 use self::scripts::args::{WaiterArgs, WithdrawArgs};
 use self::state_loss::namespace::Namespace;
 use self::state_loss::quarantine_log::QuarantineLog;
+use self::watch::Dispatcher;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };

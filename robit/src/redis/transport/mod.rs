@@ -5,7 +5,7 @@
 //! shares between its calls, replaced when it breaks, every command on it bounded by
 //! the command timeout (`connection.rs`). What the commands say — the scripts and their
 //! keys — is in `scripts/` and `keys.rs`; what the pub/sub connection is for, in
-//! `notify.rs`.
+//! `watch/`.
 
 mod cluster;
 pub(super) mod connection;
