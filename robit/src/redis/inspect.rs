@@ -1,14 +1,13 @@
-//! Inspection and release by force: an operator's view of a lock's keys.
+//! For operators: what a lock's keys hold, read by the inspect script in one round trip.
 
 use std::time::Duration;
 
 use redis::{FromRedisValue, ParsingError, Value};
 
-use super::answers::Freed;
-use super::script_args::{InspectArgs, ReleaseArgs};
 use super::scripts::ScriptCall;
+use super::scripts::args::InspectArgs;
 use super::{Connector, RedisDriver};
-use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken, hex128};
+use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken};
 
 impl<C: Connector> RedisDriver<C> {
     /// See [`Driver::inspect`](crate::Driver::inspect).
@@ -22,38 +21,6 @@ impl<C: Connector> RedisDriver<C> {
         let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let Seen(inspection) = self.inner.run(&call).await?;
         Ok(inspection)
-    }
-
-    /// See [`Driver::force_release`](crate::Driver::force_release): the release script, as
-    /// the holder's own release would run it, reading before it deletes.
-    pub(super) async fn release_by_force(
-        &self,
-        name: &LockName,
-        holder: OwnerToken,
-    ) -> Result<bool, DriverError> {
-        let settings = &self.inner.settings;
-        let owner = hex128(holder.as_u128());
-        let keys = settings.keys(name);
-        let args = ReleaseArgs {
-            lock: keys.lock(),
-            queue: keys.queue(),
-            owner: &owner[..],
-            channel: &settings.channel,
-            handoff_ms: settings.handoff_window_ms,
-            careful: true,
-            quietly: None,
-        };
-        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
-        let freed: Freed = self.inner.run(&call).await?;
-        let done = !matches!(freed, Freed::Nothing);
-        self.inner
-            .dispatcher
-            .freeing(async { Ok(freed) }, None)
-            .await?;
-        if done {
-            tracing::warn!(target: "robit", lock = %name, %holder, "lock released by force");
-        }
-        Ok(done)
     }
 }
 

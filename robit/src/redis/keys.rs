@@ -26,7 +26,7 @@ use std::borrow::Cow;
 use crate::driver::LockName;
 
 use super::config::Settings;
-use super::scripts::Key;
+use super::scripts::args::Key;
 
 /// How many buckets a namespace has in cluster mode: enough for an even spread over a
 /// few hundred masters, few enough that a namespace's fencing counters (one per bucket,

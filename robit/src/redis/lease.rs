@@ -7,10 +7,10 @@ use tokio::time::Instant;
 
 use async_trait::async_trait;
 
-use super::answers::Freed;
-use super::millis::millis_ceil;
-use super::script_args::{RaiseArgs, ReleaseArgs, RenewArgs};
-use super::scripts::{ScriptCall, Span, WaiterArgs};
+use super::scripts::ScriptCall;
+use super::scripts::answers::Freed;
+use super::scripts::args::{RaiseArgs, ReleaseArgs, RenewArgs, Span, WaiterArgs};
+use super::scripts::millis::millis_ceil;
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};
 

@@ -72,27 +72,18 @@
 //! # Ok(()) }
 //! ```
 
-mod answers;
-mod buckets;
-mod claim;
-mod cluster;
+mod acquire;
 mod config;
-mod connection;
-mod connector;
 mod error;
-mod identity;
+mod force_release;
 mod inspect;
 mod keys;
 mod lease;
-mod millis;
-mod namespace;
-mod notify;
-mod quarantine;
 mod redlock;
-mod script_args;
 mod scripts;
-mod sentinel;
-mod waiters;
+mod state_loss;
+mod transport;
+mod watch;
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64};
@@ -101,33 +92,26 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use self::cluster::ClusterConnector;
 pub use self::config::{
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
     DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
 };
-pub use self::connector::{Connector, UrlConnector};
-pub use self::namespace::FirstUse;
 pub use self::redlock::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriver, RedlockDriverBuilder};
 #[doc(hidden)]
 pub use self::scripts::sources as script_sources;
-pub use self::sentinel::SentinelConnector;
+pub use self::state_loss::FirstUse;
+pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlConnector};
 
-use self::answers::Freed;
 use self::config::Settings;
-use self::namespace::Namespace;
-use self::notify::Dispatcher;
-use self::quarantine::QuarantineLog;
-use self::script_args::WithdrawArgs;
-use self::scripts::{ScriptCall, WaiterArgs};
+use self::scripts::ScriptCall;
+use self::scripts::answers::Freed;
+use self::scripts::args::{WaiterArgs, WithdrawArgs};
+use self::state_loss::namespace::Namespace;
+use self::state_loss::quarantine_log::QuarantineLog;
+use self::watch::Dispatcher;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };
-
-/// A flag as the scripts take it.
-fn flag(on: bool) -> &'static [u8] {
-    if on { b"1" } else { b"0" }
-}
 
 /// A lock backend on one Redis server (or Redis-compatible server, 7.0 or later).
 ///
@@ -152,7 +136,7 @@ struct Inner<C: Connector> {
     connector: Arc<C>,
     settings: Settings,
     /// The command connection, once opened.
-    connection: StdMutex<Option<connection::Current<C::Connection>>>,
+    connection: StdMutex<Option<transport::connection::Current<C::Connection>>>,
     generations: AtomicU64,
     /// Commands unanswered since the connection was last replaced (cluster mode waits
     /// for a few).

@@ -1,8 +1,8 @@
 //! A new namespace in cluster mode, against a real Redis Cluster of three masters: the
 //! grant that creates the namespace creates every bucket's fencing counter before it
-//! returns (robit/src/redis/buckets.rs), so that a missing counter means lost state from
-//! then on; and a bucket whose master does not answer then is logged, since every
-//! process that has seen the namespace will quarantine it on its first lock there.
+//! returns (robit/src/redis/state_loss/buckets.rs), so that a missing counter means lost
+//! state from then on; and a bucket whose master does not answer then is logged, since
+//! every process that has seen the namespace will quarantine it on its first lock there.
 //!
 //! Real time throughout.
 

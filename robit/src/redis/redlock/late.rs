@@ -10,10 +10,10 @@ use futures_util::future::{BoxFuture, join_all};
 use futures_util::stream::FuturesUnordered;
 use futures_util::{FutureExt, StreamExt};
 
-use super::super::claim::Claim;
+use super::super::acquire::Claim;
 use super::super::{Connector, RedisDriver};
+use super::acquire::{Answer, Won};
 use super::lease::{GiveBack, Member, QuorumLease, release_all};
-use super::{Answer, Won};
 use crate::driver::AcquireRequest;
 
 /// What the late answers of one attempt call for.

@@ -1,31 +1,25 @@
 //! Redlock: one lock over N independent Redis servers, held by a majority of them.
 //! The design and its argument are on [`RedlockDriver`].
 
-mod builder;
+mod acquire;
+mod config;
 mod driver;
+mod force_release;
 mod inspect;
 mod late;
 mod lease;
 mod tally;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 
-use futures_util::FutureExt;
-use futures_util::future::{BoxFuture, join_all};
-use futures_util::stream::FuturesUnordered;
+use futures_util::future::join_all;
 
-pub use self::builder::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriverBuilder};
+pub use self::config::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriverBuilder};
 
-use self::lease::{Member, QuorumLease};
 use self::tally::majority;
-use super::claim::Claim;
 use super::{Connector, RedisDriver, UrlConnector};
-use crate::driver::{AcquireRequest, DriverError, FenceToken};
-
-/// The largest token a Lua number (a double) holds exactly; the scripts compare tokens
-/// as numbers.
-const LARGEST_TOKEN: u64 = (1 << 53) - 1;
+use crate::driver::DriverError;
 
 /// A lock backend on N independent Redis servers (N ≥ 3), held by a majority: the
 /// Redlock design, with robit's send-time validity and fencing tokens that strictly
@@ -80,17 +74,7 @@ struct Inner<C: Connector> {
     /// The largest quorum token this driver has issued or seen: the next proposal is one
     /// more.
     last_token: AtomicU64,
-    stats: builder::StatsCells,
-}
-
-type Answer<C> = (usize, Result<Claim<C>, DriverError>);
-
-/// A won attempt, as [`late::finish_late`] takes it.
-struct Won<'a, C: Connector> {
-    lease: Arc<QuorumLease<C>>,
-    request: &'a AcquireRequest,
-    /// The servers that refused the claim.
-    refused: Vec<usize>,
+    stats: config::StatsCells,
 }
 
 impl RedlockDriver<UrlConnector> {
@@ -113,12 +97,12 @@ impl<C: Connector> RedlockDriver<C> {
     ///
     /// A [`RedisConfigError`](super::RedisConfigError) naming what is wrong.
     pub fn new(servers: Vec<RedisDriver<C>>) -> Result<Self, super::RedisConfigError> {
-        builder::validate(&servers)?;
+        config::validate(&servers)?;
         Ok(Self {
             inner: Arc::new(Inner {
                 servers,
                 last_token: AtomicU64::new(0),
-                stats: builder::StatsCells::default(),
+                stats: config::StatsCells::default(),
             }),
         })
     }
@@ -150,73 +134,6 @@ impl<C: Connector> RedlockDriver<C> {
     }
 }
 
-impl<C: Connector> Inner<C> {
-    fn proposal(&self) -> Result<u64, DriverError> {
-        let next = self.last_token.load(Ordering::Relaxed).saturating_add(1);
-        if next > LARGEST_TOKEN {
-            return Err(DriverError::rejected(
-                "fencing tokens have reached 2^53, the largest the servers' scripts compare \
-                 exactly; start a new namespace",
-            ));
-        }
-        Ok(next)
-    }
-
-    /// Every server's claim of `request`, each on its own, so that the ones still
-    /// pending when the quorum is decided can be finished in the background.
-    fn claims(
-        &self,
-        request: &AcquireRequest,
-        proposal: u64,
-    ) -> FuturesUnordered<BoxFuture<'static, Answer<C>>> {
-        self.servers
-            .iter()
-            .enumerate()
-            .map(|(index, server)| {
-                let (server, request) = (server.clone(), request.clone());
-                async move { (index, server.claim(&request, Some(proposal)).await) }.boxed()
-            })
-            .collect()
-    }
-
-    /// The quorum's token for `members`, a majority's grants: the largest they issued,
-    /// raised to on the others while their grants are live. Fails, giving the grants
-    /// back, when fewer than a majority end at it.
-    async fn seal(&self, members: &[Member<C>]) -> Result<FenceToken, DriverError> {
-        let top = members
-            .iter()
-            .map(|(_, lease)| crate::driver::Lease::fence(&**lease))
-            .max()
-            .unwrap_or(FenceToken::new(1));
-        let low: Vec<_> = members
-            .iter()
-            .filter(|(_, lease)| crate::driver::Lease::fence(&**lease) < top)
-            .collect();
-        if low.is_empty() {
-            return Ok(top);
-        }
-        self.stats.raised();
-        let raised = join_all(low.iter().map(|(_, lease)| lease.raise(top.get()))).await;
-        let at_top = members.len() - low.len()
-            + raised
-                .iter()
-                .filter(|raised| matches!(raised, Ok(true)))
-                .count();
-        if at_top >= majority(self.servers.len()) {
-            return Ok(top);
-        }
-        let why = raised
-            .into_iter()
-            .find_map(Result::err)
-            .map_or_else(|| "a grant ended first".to_owned(), |err| err.to_string());
-        Err(DriverError::unavailable(format!(
-            "the quorum's fencing token {top} reached only {at_top} of {} servers, short of \
-             a majority; the grants were given back: {why}",
-            self.servers.len()
-        )))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,27 +157,5 @@ mod tests {
         assert!(slowest > servers[2].call_limit().unwrap());
         let driver = RedlockDriver::new(servers).unwrap();
         assert_eq!(driver.call_limit(), Some(slowest * 3));
-    }
-
-    #[test]
-    fn a_proposal_is_one_past_the_last_token_and_never_past_what_lua_compares_exactly() {
-        let driver =
-            RedlockDriver::builder(["redis://10.0.0.1", "redis://10.0.0.2", "redis://10.0.0.3"])
-                .build()
-                .unwrap();
-        let inner = &driver.inner;
-        assert_eq!(inner.proposal().unwrap(), 1);
-        inner.last_token.store(41, Ordering::Relaxed);
-        assert_eq!(inner.proposal().unwrap(), 42);
-        inner.last_token.store((1 << 53) - 2, Ordering::Relaxed);
-        assert_eq!(inner.proposal().unwrap(), (1 << 53) - 1);
-        for last in [(1 << 53) - 1, u64::MAX] {
-            inner.last_token.store(last, Ordering::Relaxed);
-            let err = inner.proposal().unwrap_err();
-            assert!(
-                !err.is_transient() && err.to_string().contains("2^53"),
-                "{err}"
-            );
-        }
     }
 }

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::answers::AcquireAnswer;
 use super::keys::NameKeys;
 use super::lease::{LeaseGrant, RedisLease};
-use super::millis::millis_ceil;
-use super::script_args::AcquireArgs;
-use super::scripts::{ScriptCall, Span, WaiterArgs};
+use super::scripts::ScriptCall;
+use super::scripts::answers::AcquireAnswer;
+use super::scripts::args::{AcquireArgs, Span, WaiterArgs};
+use super::scripts::millis::millis_ceil;
 use super::{Connector, RedisDriver};
 use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};
 use crate::millis::Millis;
@@ -184,7 +184,7 @@ mod tests {
     use super::*;
     use crate::driver::{LockName, OwnerToken, Waiter};
     use crate::engine::MAX_TTL;
-    use crate::redis::identity::Identity;
+    use crate::redis::state_loss::identity::Identity;
 
     #[test]
     fn the_largest_acquire_call_fits_the_room_its_keys_give_it() {

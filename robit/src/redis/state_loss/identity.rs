@@ -6,8 +6,8 @@
 //! the lock keys that would keep others out are gone. The fencing counter survives, so
 //! the namespace does not look lost. What changed is the server: the namespace's counter
 //! records the identity of the server that last granted in it (`<token>/<identity>`,
-//! see keys.rs), every acquire reads the identity of the server it runs on, and the
-//! acquire script quarantines the namespace when the two differ.
+//! see `redis/keys.rs`), every acquire reads the identity of the server it runs on, and
+//! the acquire script quarantines the namespace when the two differ.
 //!
 //! The acquire script reads the identity of the server it runs on (`INFO server
 //! replication`, from inside the script), on every call: a connection can outlive a
@@ -30,14 +30,14 @@ const DIGITS: usize = 16;
 /// digits><replication id digits>`, the form [`parse`](Self::parse) checks a server
 /// names. Built on the stack; copied with every call.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) struct Identity {
+pub(in crate::redis) struct Identity {
     bytes: [u8; 1 + 2 * DIGITS],
     len: u8,
 }
 
 impl Identity {
     /// No identity: the scripts neither record nor compare one.
-    pub(super) const OFF: Self = Self {
+    pub(in crate::redis) const OFF: Self = Self {
         bytes: [0; 1 + 2 * DIGITS],
         len: 0,
     };
@@ -46,14 +46,14 @@ impl Identity {
     /// itself (`INFO server replication`, from inside the script), so that neither a
     /// call redirected in cluster mode nor a connection that outlived a role change
     /// answers for another server, or another life of it.
-    pub(super) const ASK: Self = {
+    pub(in crate::redis) const ASK: Self = {
         let mut bytes = [0; 1 + 2 * DIGITS];
         bytes[0] = b'*';
         Self { bytes, len: 1 }
     };
 
     /// The identity an `INFO server replication` answer gives, if it has both fields.
-    pub(super) fn parse(info: &str) -> Option<Self> {
+    pub(in crate::redis) fn parse(info: &str) -> Option<Self> {
         let field = |name: &str| {
             info.lines().find_map(|line| {
                 let value = line.strip_prefix(name)?.strip_prefix(':')?.trim_end();
@@ -72,7 +72,7 @@ impl Identity {
         })
     }
 
-    pub(super) fn as_bytes(&self) -> &[u8] {
+    pub(in crate::redis) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
     }
 }
@@ -84,7 +84,7 @@ impl std::fmt::Debug for Identity {
 }
 
 /// The error for a server whose `INFO` lacks `run_id` or `master_replid`.
-pub(super) fn unknown() -> DriverError {
+pub(in crate::redis) fn unknown() -> DriverError {
     DriverError::rejected(
         "the server's INFO names no run_id or master_replid, which robit reads to detect a \
          failover or a restart from older data: use Redis 7.0 or later, or turn the \

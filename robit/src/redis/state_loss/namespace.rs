@@ -25,7 +25,7 @@ static SEEN: StdMutex<BTreeSet<String>> = StdMutex::new(BTreeSet::new());
 /// Once a driver of the process has had any answer from the namespace, a missing counter
 /// always means lost state to every driver of the process for that server and namespace,
 /// and the namespace is quarantined (see
-/// [`RedisDriverBuilder::quarantine`](super::RedisDriverBuilder::quarantine)).
+/// [`RedisDriverBuilder::quarantine`](crate::redis::RedisDriverBuilder::quarantine)).
 /// docs/safety.md weighs the two.
 ///
 /// # Example
@@ -57,7 +57,7 @@ pub enum FirstUse {
 
 /// One driver's knowledge of its namespace, and the process's.
 #[derive(Debug)]
-pub(super) struct Namespace {
+pub(in crate::redis) struct Namespace {
     first_use: FirstUse,
     /// `<server> <namespace tag>`, the key in [`SEEN`].
     key: String,
@@ -69,7 +69,7 @@ pub(super) struct Namespace {
 impl Namespace {
     /// What a driver for `server` (as its connector describes it) and the namespace
     /// `tag` knows.
-    pub(super) fn new(first_use: FirstUse, server: &str, tag: &str) -> Self {
+    pub(in crate::redis) fn new(first_use: FirstUse, server: &str, tag: &str) -> Self {
         Self {
             first_use,
             key: format!("{server} {tag}"),
@@ -78,7 +78,7 @@ impl Namespace {
     }
 
     /// Whether a missing fencing counter means lost state (rather than a new namespace).
-    pub(super) fn missing_means_lost(&self) -> bool {
+    pub(in crate::redis) fn missing_means_lost(&self) -> bool {
         if self.first_use == FirstUse::Quarantine || self.seen.load(Ordering::Relaxed) {
             return true;
         }
@@ -90,7 +90,7 @@ impl Namespace {
     }
 
     /// A grant created the namespace on the server: says so, once per creation.
-    pub(super) fn created(&self) {
+    pub(in crate::redis) fn created(&self) {
         tracing::info!(
             target: "robit",
             namespace = %self.key,
@@ -100,7 +100,7 @@ impl Namespace {
 
     /// The server answered an acquire in the namespace: from now on it existed, for
     /// every driver of the process.
-    pub(super) fn seen(&self) {
+    pub(in crate::redis) fn seen(&self) {
         if !self.seen.load(Ordering::Relaxed) {
             self.seen.store(true, Ordering::Relaxed);
             seen_set().insert(self.key.clone());

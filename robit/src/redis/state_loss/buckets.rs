@@ -2,10 +2,11 @@
 //!
 //! On one server, a namespace has one counter: once a process has seen it, a missing
 //! counter can only mean lost state. A namespace spread over buckets has one counter per
-//! bucket (keys.rs), and a bucket nobody has locked in yet would look lost too. So the
-//! driver whose grant created the namespace creates every other bucket's counter as well,
-//! before it returns the grant: from then on, as on one server, a missing counter means
-//! lost state to every process that has seen the namespace, and is quarantined.
+//! bucket (`redis/keys.rs`), and a bucket nobody has locked in yet would look lost too.
+//! So the driver whose grant created the namespace creates every other bucket's counter
+//! as well, before it returns the grant: from then on, as on one server, a missing
+//! counter means lost state to every process that has seen the namespace, and is
+//! quarantined.
 //!
 //! The sweep takes some tens of milliseconds. A process whose first answer comes from a
 //! bucket created meanwhile, and whose next lock falls in a bucket not reached yet,
@@ -19,10 +20,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::future::join_all;
 
-use super::keys::BUCKETS;
-use super::script_args::CreateArgs;
-use super::scripts::ScriptCall;
-use super::{Connector, Inner};
+use crate::redis::keys::BUCKETS;
+use crate::redis::scripts::ScriptCall;
+use crate::redis::scripts::args::CreateArgs;
+use crate::redis::{Connector, Inner};
 
 impl<C: Connector> Inner<C> {
     /// Creates the counter of every bucket that has none, all at once over the cluster
@@ -30,7 +31,7 @@ impl<C: Connector> Inner<C> {
     /// that has seen the namespace quarantines it on its first lock there.
     ///
     /// Bounded by the command timeout; `_sweep` ends when it does.
-    pub(super) async fn create_buckets(&self, _sweep: Sweep<'_>) {
+    pub(in crate::redis) async fn create_buckets(&self, _sweep: Sweep<'_>) {
         let identity = match self.connection().await {
             Ok(current) => current.identity,
             Err(err) => {
@@ -79,13 +80,13 @@ impl<C: Connector> Inner<C> {
 impl<C: Connector> Inner<C> {
     /// Starts a sweep, unless one is running: one at a time per driver. While it runs,
     /// the driver's acquires take a missing counter for one not created yet.
-    pub(super) fn begin_sweep(&self) -> Option<Sweep<'_>> {
+    pub(in crate::redis) fn begin_sweep(&self) -> Option<Sweep<'_>> {
         (!self.sweeping.swap(true, Ordering::Relaxed)).then_some(Sweep(&self.sweeping))
     }
 }
 
 /// A sweep running; it ends when dropped, also when the acquire that runs it is given up.
-pub(super) struct Sweep<'a>(&'a AtomicBool);
+pub(in crate::redis) struct Sweep<'a>(&'a AtomicBool);
 
 impl Drop for Sweep<'_> {
     fn drop(&mut self) {

@@ -11,7 +11,7 @@ use crate::driver::FenceToken;
 /// grant created the namespace), `{0, ms}`, or `{2, ms}` (`{2, ms, 1}` when the
 /// quarantine began because the namespace was written on another server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum AcquireAnswer {
+pub(in crate::redis) enum AcquireAnswer {
     /// Granted, with a fencing token (never 0).
     Granted {
         fence: FenceToken,
@@ -34,7 +34,7 @@ pub(super) enum AcquireAnswer {
 
 /// The answer of the release and withdraw scripts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Freed {
+pub(in crate::redis) enum Freed {
     /// Nothing of the caller's was there to free: the grant (or the reservation) had
     /// expired, or was someone else's.
     Nothing,
@@ -47,7 +47,7 @@ pub(super) enum Freed {
 
 /// A waiter id as robit writes it: 1 to 32 hex digits. Anything else — an entry another
 /// writer put in the queue — is nobody robit knows.
-pub(super) fn parse_waiter(bytes: &[u8]) -> Option<u128> {
+pub(in crate::redis) fn parse_waiter(bytes: &[u8]) -> Option<u128> {
     if bytes.is_empty() || bytes.len() > 32 || !bytes.iter().all(u8::is_ascii_hexdigit) {
         return None;
     }

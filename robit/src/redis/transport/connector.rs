@@ -4,9 +4,9 @@ use async_trait::async_trait;
 use redis::aio::{ConnectionLike, MultiplexedConnection, PubSub};
 use redis::{AsyncConnectionConfig, Client, RedisResult};
 
-use super::RedisConfigError;
+use crate::redis::RedisConfigError;
 
-/// Supplies the [`RedisDriver`](super::RedisDriver)'s connections: one multiplexed
+/// Supplies the [`RedisDriver`](crate::redis::RedisDriver)'s connections: one multiplexed
 /// connection for commands, and a pub/sub connection for hand-off notifications.
 ///
 /// Production uses [`UrlConnector`]. A test harness or simulator implements this to run
@@ -53,9 +53,9 @@ pub trait Connector: Send + Sync + 'static {
     ///
     /// Commands from different tasks should reach the server in the order they were
     /// handed to it, as on redis-rs's multiplexed connection: a waiter of the same
-    /// driver claims the lock right behind its release (see the [module](super) docs).
-    /// A connection that reorders (a pool, say) stays correct, but such a claim then
-    /// often arrives first and costs a wasted round trip.
+    /// driver claims the lock right behind its release (see the [module](crate::redis)
+    /// docs). A connection that reorders (a pool, say) stays correct, but such a claim
+    /// then often arrives first and costs a wasted round trip.
     type Connection: ConnectionLike + Clone + Send + Sync + 'static;
 
     /// Opens a command connection.

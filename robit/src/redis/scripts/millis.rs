@@ -1,4 +1,5 @@
-//! Durations as the scripts take them: whole milliseconds.
+//! Durations as the scripts take them: whole milliseconds, rounded up. (The crate's
+//! `millis.rs` is another matter: durations as messages show them.)
 
 use std::time::Duration;
 
@@ -7,7 +8,7 @@ use std::time::Duration;
 ///
 /// Whole seconds are whole milliseconds, so only the fraction of a second needs rounding:
 /// no 128-bit division.
-pub(super) fn millis_ceil(duration: Duration) -> u64 {
+pub(in crate::redis) fn millis_ceil(duration: Duration) -> u64 {
     let fraction = u64::from(duration.subsec_nanos().div_ceil(1_000_000));
     duration
         .as_secs()

@@ -8,7 +8,7 @@ use redis::aio::{MultiplexedConnection, PubSub};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 
 use super::connector::{Connector, redact, unbounded};
-use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
+use crate::redis::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 
 /// Connects to the master that a set of Redis Sentinels know by name, asking them anew
 /// for every connection, so that the driver follows failovers.
@@ -19,7 +19,7 @@ use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 /// `Debug` nor [`describe`](Connector::describe) shows a password.
 ///
 /// A failover is detected by the driver, which quarantines the namespace on the new
-/// master (see [`RedisDriverBuilder::detect_failover`](super::RedisDriverBuilder::detect_failover)).
+/// master (see [`RedisDriverBuilder::detect_failover`]).
 ///
 /// # Example
 ///

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use redis::FromRedisValue;
 
-use super::identity::{self, Identity};
-use super::scripts::{self, ScriptCall};
-use super::{Connector, Inner, error};
+use super::Connector;
 use crate::driver::DriverError;
 use crate::millis::Millis;
+use crate::redis::scripts::{self, ScriptCall};
+use crate::redis::state_loss::identity::{self, Identity};
+use crate::redis::{Inner, error};
 
 /// Why a new connection could not be readied.
 enum Ready {
@@ -23,14 +24,14 @@ enum Ready {
 
 /// The command connection, with what the driver knows of it.
 #[derive(Clone)]
-pub(super) struct Current<T> {
+pub(in crate::redis) struct Current<T> {
     /// Counts connections, so that a late failure on an old one cannot throw away its
     /// replacement.
     generation: u64,
     connection: T,
     /// What the acquire sends for its server's identity: `Identity::ASK`, the script
     /// reads it; `Identity::OFF` when failover detection is off.
-    pub(super) identity: Identity,
+    pub(in crate::redis) identity: Identity,
 }
 
 impl<C: Connector> Inner<C> {
@@ -43,7 +44,7 @@ impl<C: Connector> Inner<C> {
     /// The command connection, connecting first if there is none. Waiting for another
     /// call's connection attempt counts towards the connect timeout, so that no call
     /// waits longer than that for a connection.
-    pub(super) async fn connection(&self) -> Result<Current<C::Connection>, DriverError> {
+    pub(in crate::redis) async fn connection(&self) -> Result<Current<C::Connection>, DriverError> {
         if let Some(current) = self.slot().clone() {
             return Ok(current);
         }
@@ -190,13 +191,16 @@ impl<C: Connector> Inner<C> {
 
     /// Runs one script call: one round trip (three after a NOSCRIPT), bounded as a whole
     /// by the command timeout.
-    pub(super) async fn run<T: FromRedisValue>(&self, call: &ScriptCall) -> Result<T, DriverError> {
+    pub(in crate::redis) async fn run<T: FromRedisValue>(
+        &self,
+        call: &ScriptCall,
+    ) -> Result<T, DriverError> {
         let current = self.connection().await?;
         self.run_on(current, call).await
     }
 
     /// [`run`](Self::run), on `current`: a call whose arguments depend on the connection.
-    pub(super) async fn run_on<T: FromRedisValue>(
+    async fn run_on<T: FromRedisValue>(
         &self,
         current: Current<C::Connection>,
         call: &ScriptCall,
@@ -211,7 +215,7 @@ impl<C: Connector> Inner<C> {
     /// [`run_on`](Self::run_on), followed in the same round trip by a `WAIT` for the
     /// replicas the settings ask for. Answers the script's answer and whether enough
     /// replicas acknowledged it (always, when none must): if not, the error that says so.
-    pub(super) async fn run_acked_on<T: FromRedisValue>(
+    pub(in crate::redis) async fn run_acked_on<T: FromRedisValue>(
         &self,
         current: Current<C::Connection>,
         call: &ScriptCall,
@@ -244,7 +248,7 @@ impl<C: Connector> Inner<C> {
 
     /// Runs `command` on the command connection, bounded by the command timeout, and
     /// retires the connection if it broke or did not answer.
-    pub(super) async fn bounded<T, F>(
+    pub(in crate::redis) async fn bounded<T, F>(
         &self,
         command: impl FnOnce(C::Connection) -> F,
     ) -> Result<T, DriverError>

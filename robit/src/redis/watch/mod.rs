@@ -1,16 +1,19 @@
-//! Hand-off notifications: one subscription per driver, fanned out to waiters.
+//! Watching for a release ([`Driver::watch_release`](crate::Driver::watch_release)):
+//! hand-off notifications, one subscription per driver fanned out to its waiters.
 //!
 //! A release (or withdrawal, or the expiry of a holder with waiters) reserves the lock
 //! for the longest-waiting waiter and publishes that waiter's id on the namespace's
 //! channel. The driver keeps one subscription to it — not one per waiter — and wakes the
 //! waiter with that id, if it is one of its own (keeping the wake for it if its watch
-//! has not registered yet: see `waiters`). A lost message (the subscription
+//! has not registered yet: see `waiters.rs`). A lost message (the subscription
 //! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
 //!
 //! A release or withdrawal made through this driver does not wait for its own
 //! notification to come back: [`Dispatcher::freeing`] wakes this driver's waiters
 //! directly — the one next in line as soon as the release is sent, the one the answer
 //! names once it is in.
+
+mod waiters;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,9 +23,9 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use self::waiters::Waiters;
 use super::Connector;
-use super::answers::{Freed, parse_waiter};
-use super::waiters::Waiters;
+use super::scripts::answers::{Freed, parse_waiter};
 use crate::driver::ReleaseWatch;
 use crate::millis::Millis;
 

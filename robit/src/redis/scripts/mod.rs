@@ -1,30 +1,36 @@
-//! The server-side scripts: one round trip per operation.
+//! The server-side scripts, and what they store: one round trip per operation.
 //!
-//! Each is called with EVALSHA through a [`ScriptCall`], which writes the hash, the keys
-//! and the arguments (a script's [`ScriptArgs`], in script_args.rs) straight into the
-//! command's buffer. (`redis::ScriptInvocation`
-//! would first collect every key and argument into a vector of its own, then copy them
-//! all into the command: an allocation per key and argument on every call.) On NOSCRIPT
-//! — after SCRIPT FLUSH or a restart — it sends SCRIPT LOAD and then the same EVALSHA
-//! once more, as `ScriptInvocation` does, so the commands on the wire are the same as
-//! redis-rs's. The `redis::Script`s here provide each script's hash and text.
+//! Here, the scripts (the `.lua` files, and [`sources`], their text as sent) and the
+//! call of one: each is called with EVALSHA through a [`ScriptCall`], which writes the
+//! hash, the keys and the arguments (a script's [`ScriptArgs`], in `args.rs`) straight
+//! into the command's buffer. (`redis::ScriptInvocation` would first collect every key
+//! and argument into a vector of its own, then copy them all into the command: an
+//! allocation per key and argument on every call.) On NOSCRIPT — after SCRIPT FLUSH or
+//! a restart — it sends SCRIPT LOAD and then the same EVALSHA once more, as
+//! `ScriptInvocation` does, so the commands on the wire are the same as redis-rs's. The
+//! `redis::Script`s here provide each script's hash and text. What the scripts answer
+//! is parsed in `answers.rs`; the durations they take, in whole milliseconds, are
+//! `millis.rs`'s; the keys they store in are named in `redis/keys.rs`.
 //!
-//! Every script includes `scripts/common.lua`: the lock key's format, the server's clock,
-//! and the hand-off. Acquire and release run their uncontended path before it.
+//! Every script includes `common.lua`: the lock key's format, the server's clock, and
+//! the hand-off. Acquire and release run their uncontended path before it.
 
-use std::io::Write;
+pub(super) mod answers;
+pub(super) mod args;
+pub(super) mod millis;
+#[cfg(test)]
+mod tests;
+
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use redis::aio::ConnectionLike;
 use redis::{
-    Cmd, ErrorKind, FromRedisValue, RedisResult, RedisWrite, Script, ServerErrorKind, ToRedisArgs,
-    Value,
+    Cmd, ErrorKind, FromRedisValue, RedisResult, Script, ServerErrorKind, ToRedisArgs, Value,
 };
 
-use super::millis::millis_ceil;
-use super::script_args::{ScriptArgs, required};
-use crate::driver::{Waiter, hex128};
+use self::args::{ScriptArgs, required};
+use self::millis::millis_ceil;
 
 /// The exact text of every script the driver sends, common prelude included.
 ///
@@ -35,39 +41,27 @@ pub mod sources {
     /// Acquire: grant, queue, or refuse during a quarantine. The uncontended grant comes
     /// before the common prelude, so that it does not pay for defining its functions.
     pub const ACQUIRE: &str = concat!(
-        include_str!("scripts/acquire.lua"),
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/acquire_rest.lua")
+        include_str!("acquire.lua"),
+        include_str!("common.lua"),
+        include_str!("acquire_rest.lua")
     );
     /// Renew: extend the caller's own grant.
-    pub const RENEW: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/renew.lua")
-    );
+    pub const RENEW: &str = concat!(include_str!("common.lua"), include_str!("renew.lua"));
     /// Release: free the caller's own grant, handing it to the first waiter. The
     /// uncontended release comes before the common prelude, as acquire's does.
     pub const RELEASE: &str = concat!(
-        include_str!("scripts/release.lua"),
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/release_rest.lua")
+        include_str!("release.lua"),
+        include_str!("common.lua"),
+        include_str!("release_rest.lua")
     );
     /// Withdraw: a waiter leaves the queue and passes on its reservation.
-    pub const WITHDRAW: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/withdraw.lua")
-    );
+    pub const WITHDRAW: &str = concat!(include_str!("common.lua"), include_str!("withdraw.lua"));
     /// Inspect: what a lock's keys hold, for an operator.
-    pub const INSPECT: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/inspect.lua")
-    );
+    pub const INSPECT: &str = concat!(include_str!("common.lua"), include_str!("inspect.lua"));
     /// Raise: lift a quorum member's fencing counter to the quorum's token.
-    pub const RAISE: &str = concat!(
-        include_str!("scripts/common.lua"),
-        include_str!("scripts/raise.lua")
-    );
+    pub const RAISE: &str = concat!(include_str!("common.lua"), include_str!("raise.lua"));
     /// Create: a new namespace's fencing counter in one bucket, in cluster mode.
-    pub const CREATE: &str = include_str!("scripts/create.lua");
+    pub const CREATE: &str = include_str!("create.lua");
 }
 
 /// A script: its text, and its hash (a `redis::Script`, made on first use).
@@ -301,106 +295,6 @@ pub(super) async fn replies(
     Ok(values.into_iter().map(Value::extract_error).collect())
 }
 
-/// A key made of a hash tag, a kind and a lock name (empty for a namespace's own keys),
-/// written into the command as one argument with no allocation.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Key<'a> {
-    parts: [&'a [u8]; 3],
-}
-
-impl<'a> Key<'a> {
-    pub(super) fn new(tag: &'a [u8], kind: &'static [u8], name: &'a [u8]) -> Self {
-        Self {
-            parts: [tag, kind, name],
-        }
-    }
-}
-
-/// Up to this length, a [`Key`] is joined on the stack and written in one piece: cheaper
-/// than writing its parts one by one through `RedisWrite::writer_for_next_arg`, a call
-/// into redis-rs per part (measured). Longer ones, rare, are written that way.
-const JOIN_ON_STACK: usize = 128;
-
-impl ToRedisArgs for Key<'_> {
-    fn write_redis_args<W>(&self, out: &mut W)
-    where
-        W: ?Sized + RedisWrite,
-    {
-        let len: usize = self.parts.iter().map(|part| part.len()).sum();
-        if len <= JOIN_ON_STACK {
-            let mut joined = [0; JOIN_ON_STACK];
-            let mut at = 0;
-            for part in self.parts {
-                joined[at..at + part.len()].copy_from_slice(part);
-                at += part.len();
-            }
-            out.write_arg(&joined[..len]);
-        } else {
-            let mut arg = out.writer_for_next_arg();
-            // Writing into a command (or redis-rs's other argument buffers) cannot fail,
-            // and `write_redis_args` could not report it if it did.
-            for part in self.parts {
-                let _ = arg.write_all(part);
-            }
-        }
-    }
-}
-
-/// How long a grant's key lives, and the span its value records: the TTL alone, or, with
-/// a lock-delay, `<ttl ms>+<delay ms>` (see common.lua).
-pub(super) struct Span {
-    /// The key's lifetime in ms: the TTL plus the lock-delay.
-    pub(super) key_ms: u64,
-    /// The span as the value writes it, when it is not `key_ms` itself.
-    pub(super) text: Option<String>,
-}
-
-impl Span {
-    pub(super) fn new(ttl: Duration, lock_delay: Duration) -> Self {
-        if lock_delay.is_zero() {
-            return Self {
-                key_ms: millis_ceil(ttl),
-                text: None,
-            };
-        }
-        let (ttl_ms, delay_ms) = (millis_ceil(ttl), millis_ceil(lock_delay));
-        Self {
-            key_ms: ttl_ms.saturating_add(delay_ms),
-            text: Some(format!("{ttl_ms}+{delay_ms}")),
-        }
-    }
-}
-
-/// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
-/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
-/// Built on the stack: a waiting `lock()` sends it with every attempt.
-pub(super) struct WaiterArgs {
-    /// The entry; the id is its first 32 bytes.
-    entry: [u8; 32 + 1 + 20],
-    len: usize,
-}
-
-impl WaiterArgs {
-    pub(super) fn new(waiter: &Waiter) -> Self {
-        let mut entry = [0; 53];
-        entry[..32].copy_from_slice(&hex128(waiter.id));
-        entry[32] = b':';
-        let mut digits = itoa::Buffer::new();
-        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
-        let len = 33 + poll.len();
-        entry[33..len].copy_from_slice(poll);
-        Self { entry, len }
-    }
-
-    pub(super) fn id(&self) -> &[u8] {
-        &self.entry[..32]
-    }
-
-    pub(super) fn entry(&self) -> &[u8] {
-        &self.entry[..self.len]
-    }
-}
-
 /// Each word of `command`, as bytes.
 #[cfg(test)]
 fn words(command: &Cmd) -> Vec<Vec<u8>> {
@@ -411,58 +305,4 @@ fn words(command: &Cmd) -> Vec<Vec<u8>> {
             _ => Vec::new(),
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::super::script_args::RaiseArgs;
-    use super::*;
-
-    #[test]
-    fn a_call_in_full_is_eval_of_the_script_s_text_with_the_same_keys_and_arguments() {
-        let args = RaiseArgs {
-            lock: Key::new(b"k", b"1", b""),
-            fence: Key::new(b"k", b"2", b""),
-            owner: b"owner",
-            token: 7,
-        };
-        let call = ScriptCall::new(&args, 64);
-        let sent = call.words();
-        let hash = RAISE.script().get_hash();
-        assert_eq!(
-            sent,
-            [
-                &b"EVALSHA"[..],
-                hash.as_bytes(),
-                b"2",
-                b"k1",
-                b"k2",
-                b"owner",
-                b"7"
-            ]
-        );
-        let in_full = words(&call.in_full());
-        assert_eq!(in_full[0], b"EVAL");
-        assert_eq!(in_full[1], RAISE.source.as_bytes());
-        assert_eq!(in_full[2..], sent[2..]);
-    }
-
-    #[test]
-    fn a_key_is_one_argument() {
-        let long = vec![b'x'; 3 * JOIN_ON_STACK];
-        for (first, second) in [
-            (&b""[..], &b""[..]),
-            (b"{ns}", b"name"),
-            (&long[..JOIN_ON_STACK - 7], b"y"),
-            (&long[..JOIN_ON_STACK - 6], b""),
-            (&long[..JOIN_ON_STACK - 6], b"y"),
-            (&long[..], &long[..]),
-        ] {
-            let key = Key::new(first, b":lock:", second);
-            assert_eq!(
-                key.to_redis_args(),
-                vec![[first, &b":lock:"[..], second].concat()]
-            );
-        }
-    }
 }

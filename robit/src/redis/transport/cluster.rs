@@ -12,14 +12,14 @@ use redis::cluster_async::ClusterConnection;
 use redis::{ConnectionInfo, IntoConnectionInfo, RedisConnectionInfo, RedisResult};
 
 use super::connector::{Connector, redact};
-use super::{RedisConfigError, RedisDriver, RedisDriverBuilder};
+use crate::redis::{RedisConfigError, RedisDriver, RedisDriverBuilder};
 
 /// Connects to a Redis Cluster through any of its nodes: commands go to the master that
 /// serves their slot, and follow the cluster as slots move and replicas take over.
 ///
-/// Built by [`RedisDriver::cluster`](super::RedisDriver::cluster), which also spreads the
-/// namespace over the cluster's masters (docs/redis.md, "Redis Cluster"). The node URLs
-/// carry the ACL username and password (`redis://user:pass@host:7000`, the same in each);
+/// Built by [`RedisDriver::cluster`], which also spreads the namespace over the
+/// cluster's masters (docs/redis.md, "Redis Cluster"). The node URLs carry the ACL
+/// username and password (`redis://user:pass@host:7000`, the same in each);
 /// `rediss://` needs the crate's `redis-tls` feature. Neither `Debug` nor
 /// [`describe`](Connector::describe) shows a password.
 ///
