@@ -13,7 +13,7 @@ use super::lease::{LeaseGrant, RedisLease};
 use super::scripts::ScriptCall;
 use super::scripts::answers::AcquireAnswer;
 use super::scripts::args::{AcquireArgs, Span, WaiterArgs};
-use super::scripts::millis::millis_ceil;
+use super::scripts::whole_millis::millis_ceil;
 use super::{Connector, RedisDriver};
 use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};
 use crate::millis::Millis;

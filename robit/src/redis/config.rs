@@ -361,7 +361,7 @@ impl<C: Connector> RedisDriverBuilder<C> {
             command_timeout: self.command_timeout,
             connect_timeout: self.connect_timeout,
             handoff_window: self.handoff_window,
-            handoff_window_ms: super::scripts::millis::millis_ceil(self.handoff_window),
+            handoff_window_ms: super::scripts::whole_millis::millis_ceil(self.handoff_window),
             quarantine: self.quarantine,
             first_use: self.first_use,
             detect_failover: self.detect_failover,

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::scripts::ScriptCall;
 use super::scripts::answers::Freed;
 use super::scripts::args::{RaiseArgs, ReleaseArgs, RenewArgs, Span, WaiterArgs};
-use super::scripts::millis::millis_ceil;
+use super::scripts::whole_millis::millis_ceil;
 use super::{Connector, Inner};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};
 

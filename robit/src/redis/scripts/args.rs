@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use redis::{RedisWrite, ToRedisArgs};
 
-use super::millis::millis_ceil;
+use super::whole_millis::millis_ceil;
 use super::{ACQUIRE, CREATE, INSPECT, Lua, RAISE, RELEASE, RENEW, ScriptCall, WITHDRAW};
 use crate::driver::{Waiter, hex128};
 

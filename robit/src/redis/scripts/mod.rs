@@ -17,9 +17,9 @@
 
 pub(super) mod answers;
 pub(super) mod args;
-pub(super) mod millis;
 #[cfg(test)]
 mod tests;
+pub(super) mod whole_millis;
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -30,7 +30,7 @@ use redis::{
 };
 
 use self::args::{ScriptArgs, required};
-use self::millis::millis_ceil;
+use self::whole_millis::millis_ceil;
 
 /// The exact text of every script the driver sends, common prelude included.
 ///
