@@ -11,7 +11,7 @@ mod fault;
 mod hosts;
 mod load;
 mod raw;
-mod table;
+mod toml_table;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

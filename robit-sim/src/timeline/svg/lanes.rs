@@ -11,7 +11,7 @@ use super::{
 use crate::EventKind;
 use crate::check::End;
 use crate::history::host_of;
-use crate::timeline::server::ServerGrant;
+use crate::timeline::backend_view::ServerGrant;
 use crate::timeline::{Timeline, describe, secs};
 
 /// The lanes, top to bottom: each client's, then the backend's if it has one.
