@@ -1,7 +1,7 @@
 //! The lanes: each client's waits, held intervals and point marks.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::time::Duration;
 
 use super::{
@@ -28,6 +28,20 @@ impl Lanes<'_> {
             .position(|lane| *lane == name)
             .map(|index| (index, self.top + index as f64 * LANE))
     }
+
+    /// The lanes a mark on `host` goes on: its own, or, for a host that runs several
+    /// mutexes, each of theirs.
+    fn of(&self, host: &str) -> Vec<(usize, f64)> {
+        match self.get(host) {
+            Some(lane) => vec![lane],
+            None => self
+                .names
+                .iter()
+                .filter(|lane| host_of(lane) == host)
+                .filter_map(|lane| self.get(lane))
+                .collect(),
+        }
+    }
 }
 
 /// Each lane: its label, waits, held intervals, losses, crashes, restarts and writes.
@@ -39,17 +53,58 @@ pub(super) fn lanes_content(
     server: &[ServerGrant],
 ) {
     let mut content = vec![String::new(); lanes.names.len()];
-    if let Some((index, top)) = lanes.get(BACKEND_LANE)
-        && let Some(out) = content.get_mut(index)
-    {
+    if let Some((out, top)) = body(&mut content, lanes, BACKEND_LANE) {
         quarantine_bands(out, timeline, x, top);
         server_bars(out, timeline, x, server, top);
     }
+    wait_lines(&mut content, timeline, x, lanes);
+    held_bars(&mut content, timeline, x, lanes);
+    point_marks(&mut content, timeline, x, lanes);
+    for (&client, body) in lanes.names.iter().zip(content) {
+        lane_group(s, lanes, client, &body);
+    }
+}
+
+/// The body of lane `name`, out of `content`, and the y of its top edge.
+fn body<'c>(
+    content: &'c mut [String],
+    lanes: &Lanes<'_>,
+    name: &str,
+) -> Option<(&'c mut String, f64)> {
+    let (index, top) = lanes.get(name)?;
+    Some((content.get_mut(index)?, top))
+}
+
+/// A lane drawn: its label, then its body.
+fn lane_group(s: &mut String, lanes: &Lanes<'_>, client: &str, body: &str) {
+    let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
+    // The backend's lane is not a client's: it says whose it is another way.
+    let whose = if client == BACKEND_LANE {
+        "class=\"backend-lane\" data-host"
+    } else {
+        "class=\"lane\" data-client"
+    };
+    let _ = writeln!(
+        s,
+        "<g {whose}=\"{name}\">\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
+        LEFT - 8.0,
+        top + LANE / 2.0 + 4.0,
+        name = escape(client)
+    );
+    s.push_str(body);
+    s.push_str("</g>\n");
+}
+
+/// Each client's waits for the lock, as dashed lines across its lane.
+fn wait_lines(
+    content: &mut [String],
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
     for (client, start, stop) in timeline.waits() {
-        let Some((index, top)) = lanes.get(&client) else {
-            continue;
-        };
-        let Some(out) = content.get_mut(index) else {
+        let Some((out, top)) = body(content, lanes, &client) else {
             continue;
         };
         let _ = writeln!(
@@ -61,11 +116,17 @@ pub(super) fn lanes_content(
             mid = top + LANE / 2.0,
         );
     }
+}
+
+/// Each lease a client believed it held, as a bar on its lane.
+fn held_bars(
+    content: &mut [String],
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
     for held in timeline.held() {
-        let Some((index, top)) = lanes.get(&held.client) else {
-            continue;
-        };
-        let Some(out) = content.get_mut(index) else {
+        let Some((out, top)) = body(content, lanes, &held.client) else {
             continue;
         };
         let how = match held.how {
@@ -89,6 +150,15 @@ pub(super) fn lanes_content(
         let span = (x(held.start), x(held.end));
         bar(out, span, top, HELD, &title, &label);
     }
+}
+
+/// The point marks: losses, failures, crashes, restarts and writes, each on its lane.
+fn point_marks(
+    content: &mut [String],
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
     // Marks that would land on the same pixel of a lane are drawn once (accepted writes,
     // the densest, once per two pixels).
     let mut drawn: BTreeSet<(usize, Mark, i64)> = BTreeSet::new();
@@ -96,62 +166,19 @@ pub(super) fn lanes_content(
     // restarts go on all of them, and a write on the lane of the mutex that sent it.
     let mut writers: BTreeMap<u64, &str> = BTreeMap::new();
     for event in &timeline.events {
-        let (client, mark) = match &event.kind {
-            EventKind::WriteSent { token, .. } => {
-                writers.insert(*token, &event.who);
-                continue;
-            }
-            EventKind::Lost { .. } => (event.who.as_str(), Mark::Lost),
-            EventKind::LockFailed { .. } => (event.who.as_str(), Mark::Failed),
-            EventKind::Crashed => (event.who.as_str(), Mark::Crash),
-            EventKind::Restarted => (event.who.as_str(), Mark::Restart),
-            EventKind::WriteAccepted { from, token } if timeline.writes => {
-                let mark = if timeline.grants.stale(*token, event.at) {
-                    Mark::StaleAccepted
-                } else {
-                    Mark::Accepted
-                };
-                (writers.get(token).copied().unwrap_or(from), mark)
-            }
-            EventKind::WriteRejected { from, token, .. } if timeline.writes => {
-                (writers.get(token).copied().unwrap_or(from), Mark::Rejected)
-            }
-            _ => continue,
+        if let EventKind::WriteSent { token, .. } = &event.kind {
+            writers.insert(*token, &event.who);
+            continue;
+        }
+        let Some((client, mark)) = Mark::of(timeline, event, &writers) else {
+            continue;
         };
         if !timeline.shows(event.at) {
             continue;
         }
-        let targets: Vec<(usize, f64)> = match lanes.get(client) {
-            Some(lane) => vec![lane],
-            None => lanes
-                .names
-                .iter()
-                .filter(|lane| host_of(lane) == client)
-                .filter_map(|lane| lanes.get(lane))
-                .collect(),
-        };
-        for (index, top) in targets {
-            mark_lane(&mut content, &mut drawn, x, event, mark, (index, top));
+        for (index, top) in lanes.of(client) {
+            mark_lane(content, &mut drawn, x, event, mark, (index, top));
         }
-    }
-    for (&client, body) in lanes.names.iter().zip(content) {
-        let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
-        // The backend's lane is not a client's: it says whose it is another way.
-        let whose = if client == BACKEND_LANE {
-            "class=\"backend-lane\" data-host"
-        } else {
-            "class=\"lane\" data-client"
-        };
-        let _ = writeln!(
-            s,
-            "<g {whose}=\"{name}\">\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
-            LEFT - 8.0,
-            top + LANE / 2.0 + 4.0,
-            name = escape(client)
-        );
-        s.push_str(&body);
-        s.push_str("</g>\n");
     }
 }
 
@@ -237,16 +264,63 @@ fn bar(
     out.push('\n');
 }
 
-/// The point marks on a lane.
+/// The point marks on a lane: what happened to its host, or to a write it sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mark {
+    Host(HostMark),
+    Write(WriteMark),
+}
+
+/// What happened to a lane's host, marked across the lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum HostMark {
     Lost,
     Failed,
     Crash,
     Restart,
+}
+
+/// What the storage did with a write the lane's mutex sent, marked at the lane's bottom.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum WriteMark {
     Accepted,
     StaleAccepted,
     Rejected,
+}
+
+impl Mark {
+    /// The mark `event` leaves, if any, and the host or mutex lane it goes on: a write's
+    /// is the lane of the mutex that sent it (`writers`, by token), when known.
+    fn of<'e>(
+        timeline: &Timeline,
+        event: &'e crate::Event,
+        writers: &BTreeMap<u64, &'e str>,
+    ) -> Option<(&'e str, Self)> {
+        let host = |mark| Some((event.who.as_str(), Self::Host(mark)));
+        let write = |from: &'e str, token: &u64, mark| {
+            Some((
+                writers.get(token).copied().unwrap_or(from),
+                Self::Write(mark),
+            ))
+        };
+        match &event.kind {
+            EventKind::Lost { .. } => host(HostMark::Lost),
+            EventKind::LockFailed { .. } => host(HostMark::Failed),
+            EventKind::Crashed => host(HostMark::Crash),
+            EventKind::Restarted => host(HostMark::Restart),
+            EventKind::WriteAccepted { from, token } if timeline.writes => {
+                if timeline.grants.stale(*token, event.at) {
+                    write(from, token, WriteMark::StaleAccepted)
+                } else {
+                    write(from, token, WriteMark::Accepted)
+                }
+            }
+            EventKind::WriteRejected { from, token, .. } if timeline.writes => {
+                write(from, token, WriteMark::Rejected)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Draws `mark` for `event` on lane `index` (top edge at `top`), once per pixel.
@@ -259,7 +333,11 @@ fn mark_lane(
     (index, top): (usize, f64),
 ) {
     let at = x(event.at);
-    let pixel = if mark == Mark::Accepted { at / 2.0 } else { at };
+    let pixel = if mark == Mark::Write(WriteMark::Accepted) {
+        at / 2.0
+    } else {
+        at
+    };
     if !drawn.insert((index, mark, pixel as i64)) {
         return;
     }
@@ -267,9 +345,16 @@ fn mark_lane(
         return;
     };
     let title = escape(&format!("{}s {}", secs(event.at), describe(&event.kind)));
-    let bottom = top + LANE;
     let _ = match mark {
-        Mark::Lost => writeln!(
+        Mark::Host(mark) => host_mark(out, mark, at, top, &title),
+        Mark::Write(mark) => write_mark(out, mark, at, top, &title),
+    };
+}
+
+/// Draws a host's `mark` at x `at` on a lane whose top edge is at `top`.
+fn host_mark(out: &mut String, mark: HostMark, at: f64, top: f64, title: &str) -> fmt::Result {
+    match mark {
+        HostMark::Lost => writeln!(
             out,
             "<g><title>{title}</title><path d=\"M{:.1} {:.1}h10l-5 9z\" fill=\"{LOST}\"/>\
                  <line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{LOST}\" \
@@ -279,43 +364,50 @@ fn mark_lane(
             top + 8.0,
             top + 22.0
         ),
-        Mark::Failed => writeln!(
+        HostMark::Failed => writeln!(
             out,
             "<path d=\"M{at:.1} {:.1}l4 4l-4 4l-4 -4z\" fill=\"#ffffff\" stroke=\"{FAILED}\" \
                  stroke-width=\"1.5\"><title>{title}</title></path>",
             top + LANE / 2.0 - 4.0
         ),
-        Mark::Crash => writeln!(
+        HostMark::Crash => writeln!(
             out,
             "<path d=\"M{:.1} {:.1}l10 18m0 -18l-10 18\" stroke=\"{CRASH}\" stroke-width=\"2.5\">\
                  <title>{title}</title></path>",
             at - 5.0,
             top + 6.0
         ),
-        Mark::Restart => writeln!(
+        HostMark::Restart => writeln!(
             out,
             "<path d=\"M{at:.1} {:.1}v14l9 -7z\" fill=\"{RESTART}\"><title>{title}</title></path>",
             top + 8.0
         ),
-        Mark::Accepted => writeln!(
+    }
+}
+
+/// Draws a write's `mark` at x `at` along the bottom of a lane whose top edge is at `top`.
+fn write_mark(out: &mut String, mark: WriteMark, at: f64, top: f64, title: &str) -> fmt::Result {
+    let bottom = top + LANE;
+    match mark {
+        WriteMark::Accepted => writeln!(
             out,
             "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{ACCEPTED}\">\
                  <title>{title}</title></line>",
             bottom - 6.0,
             bottom - 1.0
         ),
-        Mark::StaleAccepted => writeln!(
+        WriteMark::StaleAccepted => writeln!(
             out,
             "<path d=\"M{:.1} {:.1}h8l-4 7z\" fill=\"{STALE}\"><title>STALE: {title}</title></path>",
             at - 4.0,
             bottom - 8.0
         ),
-        Mark::Rejected => writeln!(
+        WriteMark::Rejected => writeln!(
             out,
             "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{REJECTED}\" \
                  stroke-width=\"2\"><title>{title}</title></line>",
             top + 3.0,
             bottom - 1.0
         ),
-    };
+    }
 }
