@@ -5,6 +5,7 @@
 //! docs/scenarios.md describes every field; [`Scenario::parse`] turns text into a
 //! validated scenario or a [`ScenarioError`] with the file, line and column.
 
+mod clients;
 mod ctx;
 mod error;
 mod fault;
