@@ -242,59 +242,65 @@ impl fmt::Display for Event {
             self.at.subsec_nanos(),
             self.who
         )?;
-        match &self.kind {
-            EventKind::LockCalled => write!(f, "lock-called"),
-            EventKind::Acquired { lease, token } => {
-                write!(f, "acquired lease={lease} token={token}")
-            }
-            EventKind::LockFailed { error } => write!(f, "lock-failed error={error:?}"),
-            EventKind::UnlockCalled { lease } => write!(f, "unlock-called lease={lease}"),
-            EventKind::Unlocked { lease, outcome } => {
-                write!(f, "unlocked lease={lease} outcome={outcome:?}")
-            }
-            EventKind::Dropped { lease } => write!(f, "dropped lease={lease}"),
-            EventKind::Lost { lease, reason } => write!(f, "lost lease={lease} reason={reason:?}"),
-            EventKind::Jeopardy { lease, cleared } => {
-                let label = if *cleared {
-                    "jeopardy-cleared"
-                } else {
-                    "jeopardy"
-                };
-                write!(f, "{label} lease={lease}")
-            }
-            EventKind::WriteSent { lease, token } => {
-                write!(f, "write-sent lease={lease} token={token}")
-            }
-            EventKind::WriteAccepted { from, token } => {
-                write!(f, "write-accepted from={from} token={token}")
-            }
-            EventKind::WriteRejected {
-                from,
-                token,
-                highest,
-            } => write!(
-                f,
-                "write-rejected from={from} token={token} highest={highest}"
-            ),
-            EventKind::BackendGranted { to, token, until } => {
-                write!(f, "granted to={to} token={token} until={until:?}")
-            }
-            EventKind::BackendRenewed { by, token, until } => {
-                write!(f, "renewed by={by} token={token} until={until:?}")
-            }
-            EventKind::BackendReleased { by, token } => {
-                write!(f, "released by={by} token={token}")
-            }
-            EventKind::BackendStateLost => write!(f, "state-lost"),
-            EventKind::BackendQuarantined { by, until } => {
-                write!(f, "quarantined by={by} until={until:?}")
-            }
-            EventKind::Fault { what, ended } => {
-                write!(f, "{} {what}", if *ended { "repaired" } else { "fault" })
-            }
-            EventKind::Crashed => write!(f, "crashed"),
-            EventKind::Restarted => write!(f, "restarted"),
+        kind_words(f, &self.kind)
+    }
+}
+
+/// An event's kind and fields as its line in a history dump shows them, after its time
+/// and host.
+fn kind_words(f: &mut fmt::Formatter<'_>, kind: &EventKind) -> fmt::Result {
+    match kind {
+        EventKind::LockCalled => write!(f, "lock-called"),
+        EventKind::Acquired { lease, token } => {
+            write!(f, "acquired lease={lease} token={token}")
         }
+        EventKind::LockFailed { error } => write!(f, "lock-failed error={error:?}"),
+        EventKind::UnlockCalled { lease } => write!(f, "unlock-called lease={lease}"),
+        EventKind::Unlocked { lease, outcome } => {
+            write!(f, "unlocked lease={lease} outcome={outcome:?}")
+        }
+        EventKind::Dropped { lease } => write!(f, "dropped lease={lease}"),
+        EventKind::Lost { lease, reason } => write!(f, "lost lease={lease} reason={reason:?}"),
+        EventKind::Jeopardy { lease, cleared } => {
+            let label = if *cleared {
+                "jeopardy-cleared"
+            } else {
+                "jeopardy"
+            };
+            write!(f, "{label} lease={lease}")
+        }
+        EventKind::WriteSent { lease, token } => {
+            write!(f, "write-sent lease={lease} token={token}")
+        }
+        EventKind::WriteAccepted { from, token } => {
+            write!(f, "write-accepted from={from} token={token}")
+        }
+        EventKind::WriteRejected {
+            from,
+            token,
+            highest,
+        } => write!(
+            f,
+            "write-rejected from={from} token={token} highest={highest}"
+        ),
+        EventKind::BackendGranted { to, token, until } => {
+            write!(f, "granted to={to} token={token} until={until:?}")
+        }
+        EventKind::BackendRenewed { by, token, until } => {
+            write!(f, "renewed by={by} token={token} until={until:?}")
+        }
+        EventKind::BackendReleased { by, token } => {
+            write!(f, "released by={by} token={token}")
+        }
+        EventKind::BackendStateLost => write!(f, "state-lost"),
+        EventKind::BackendQuarantined { by, until } => {
+            write!(f, "quarantined by={by} until={until:?}")
+        }
+        EventKind::Fault { what, ended } => {
+            write!(f, "{} {what}", if *ended { "repaired" } else { "fault" })
+        }
+        EventKind::Crashed => write!(f, "crashed"),
+        EventKind::Restarted => write!(f, "restarted"),
     }
 }
 

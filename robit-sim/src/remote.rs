@@ -146,6 +146,7 @@ impl ServedDriver {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Answers one request line from `client`.
     async fn handle(&self, line: &str, client: &str, log: &BackendLog) -> String {
         let words: Vec<&str> = line.split_whitespace().collect();
         match words.as_slice() {
@@ -153,80 +154,101 @@ impl ServedDriver {
                 let (Some(name), Ok(ttl)) = (unhex(name), ttl.parse::<u64>()) else {
                     return "ERR malformed ACQUIRE".into();
                 };
-                let ttl = Duration::from_millis(ttl);
-                let owner = OwnerToken::generate(&self.lock().entropy);
-                let request = AcquireRequest::new(LockName::from(name), owner, ttl);
-                match self.driver.acquire(&request).await {
-                    Ok(Acquire::Granted(lease)) => {
-                        let token = lease.fence().get();
-                        let id = {
-                            let mut state = self.lock();
-                            let id = state.next;
-                            state.next += 1;
-                            state.leases.insert(id, (lease, client.to_owned()));
-                            id
-                        };
-                        log.record(EventKind::BackendGranted {
-                            to: client.to_owned(),
-                            token,
-                            until: log.until(ttl),
-                        });
-                        format!("GRANTED {id} {token}")
-                    }
-                    Ok(Acquire::Held { expires_in }) => match expires_in {
-                        Some(left) => format!("HELD {}", left.as_millis()),
-                        None => "HELD -".into(),
-                    },
-                    Ok(Acquire::Quarantined { left }) => {
-                        format!("QUARANTINED {}", left.as_millis())
-                    }
-                    Ok(_) => "ERR unknown outcome".into(),
-                    Err(error) => format!("ERR {error}"),
-                }
+                self.acquire(name, Duration::from_millis(ttl), client, log)
+                    .await
             }
             ["RENEW", id, ttl] => {
                 let (Ok(id), Ok(ttl)) = (id.parse::<u64>(), ttl.parse::<u64>()) else {
                     return "ERR malformed RENEW".into();
                 };
-                let Some((lease, _)) = self.lock().leases.get(&id).cloned() else {
-                    return "LOST".into();
-                };
-                let ttl = Duration::from_millis(ttl);
-                match lease.renew(ttl).await {
-                    Ok(Renewal::Renewed) => {
-                        log.record(EventKind::BackendRenewed {
-                            by: client.to_owned(),
-                            token: lease.fence().get(),
-                            until: log.until(ttl),
-                        });
-                        "RENEWED".into()
-                    }
-                    Ok(_) => {
-                        self.lock().leases.remove(&id);
-                        "LOST".into()
-                    }
-                    Err(error) => format!("ERR {error}"),
-                }
+                self.renew(id, Duration::from_millis(ttl), client, log)
+                    .await
             }
             ["RELEASE", id] => {
                 let Ok(id) = id.parse::<u64>() else {
                     return "ERR malformed RELEASE".into();
                 };
-                let Some((lease, _)) = self.lock().leases.remove(&id) else {
-                    return "GONE".into();
-                };
-                match lease.release().await {
-                    Ok(()) => {
-                        log.record(EventKind::BackendReleased {
-                            by: client.to_owned(),
-                            token: lease.fence().get(),
-                        });
-                        "RELEASED".into()
-                    }
-                    Err(error) => format!("ERR {error}"),
-                }
+                self.release(id, client, log).await
             }
             _ => "ERR unknown request".into(),
+        }
+    }
+
+    /// `ACQUIRE`: a grant is kept under a new lease id, which the answer gives.
+    async fn acquire(
+        &self,
+        name: Vec<u8>,
+        ttl: Duration,
+        client: &str,
+        log: &BackendLog,
+    ) -> String {
+        let owner = OwnerToken::generate(&self.lock().entropy);
+        let request = AcquireRequest::new(LockName::from(name), owner, ttl);
+        match self.driver.acquire(&request).await {
+            Ok(Acquire::Granted(lease)) => {
+                let token = lease.fence().get();
+                let id = {
+                    let mut state = self.lock();
+                    let id = state.next;
+                    state.next += 1;
+                    state.leases.insert(id, (lease, client.to_owned()));
+                    id
+                };
+                log.record(EventKind::BackendGranted {
+                    to: client.to_owned(),
+                    token,
+                    until: log.until(ttl),
+                });
+                format!("GRANTED {id} {token}")
+            }
+            Ok(Acquire::Held { expires_in }) => match expires_in {
+                Some(left) => format!("HELD {}", left.as_millis()),
+                None => "HELD -".into(),
+            },
+            Ok(Acquire::Quarantined { left }) => {
+                format!("QUARANTINED {}", left.as_millis())
+            }
+            Ok(_) => "ERR unknown outcome".into(),
+            Err(error) => format!("ERR {error}"),
+        }
+    }
+
+    /// `RENEW`: a lease the driver no longer renews is forgotten.
+    async fn renew(&self, id: u64, ttl: Duration, client: &str, log: &BackendLog) -> String {
+        let Some((lease, _)) = self.lock().leases.get(&id).cloned() else {
+            return "LOST".into();
+        };
+        match lease.renew(ttl).await {
+            Ok(Renewal::Renewed) => {
+                log.record(EventKind::BackendRenewed {
+                    by: client.to_owned(),
+                    token: lease.fence().get(),
+                    until: log.until(ttl),
+                });
+                "RENEWED".into()
+            }
+            Ok(_) => {
+                self.lock().leases.remove(&id);
+                "LOST".into()
+            }
+            Err(error) => format!("ERR {error}"),
+        }
+    }
+
+    /// `RELEASE`: the lease is forgotten whatever the driver answers.
+    async fn release(&self, id: u64, client: &str, log: &BackendLog) -> String {
+        let Some((lease, _)) = self.lock().leases.remove(&id) else {
+            return "GONE".into();
+        };
+        match lease.release().await {
+            Ok(()) => {
+                log.record(EventKind::BackendReleased {
+                    by: client.to_owned(),
+                    token: lease.fence().get(),
+                });
+                "RELEASED".into()
+            }
+            Err(error) => format!("ERR {error}"),
         }
     }
 }

@@ -45,15 +45,26 @@ pub(super) fn mutual_exclusion(beliefs: &Beliefs) -> Vec<Violation> {
 /// backend could grant the lock to someone else.
 pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) -> Vec<Violation> {
     let backend = Backend::from_events(events, servers);
-    let mut found = Vec::new();
-    let mut signalled: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
-    let mut unlocked: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
-    let violation = |client: &str, instants: Vec<Duration>, message: String| Violation {
+    let mut found = loss_signals(events);
+    found.extend(late_ends(beliefs, &backend));
+    found
+}
+
+/// A P2 violation by `client`.
+fn early_loss_violation(client: &str, instants: Vec<Duration>, message: String) -> Violation {
+    Violation {
         promise: Promise::EarlyLoss,
         clients: vec![client.to_owned()],
         instants,
         message,
-    };
+    }
+}
+
+/// P2's signals: a lease signalled lost twice, or after its unlock.
+fn loss_signals(events: &[Event]) -> Vec<Violation> {
+    let mut found = Vec::new();
+    let mut signalled: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
+    let mut unlocked: BTreeMap<(&str, u64), Duration> = BTreeMap::new();
     for event in events {
         match &event.kind {
             EventKind::UnlockCalled { lease } | EventKind::Dropped { lease } => {
@@ -62,14 +73,14 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) ->
             EventKind::Lost { lease, .. } => {
                 let key = (event.who.as_str(), *lease);
                 if let Some(first) = signalled.insert(key, event.at) {
-                    found.push(violation(
+                    found.push(early_loss_violation(
                         &event.who,
                         vec![first, event.at],
                         format!("lease {lease} was signalled lost twice"),
                     ));
                 }
                 if let Some(&unlock) = unlocked.get(&key) {
-                    found.push(violation(
+                    found.push(early_loss_violation(
                         &event.who,
                         vec![unlock, event.at],
                         format!(
@@ -83,9 +94,14 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) ->
             _ => {}
         }
     }
-    // Whatever ended a belief (a loss signal, an unlock, a dropped guard, or the end of
-    // the run), it must not outlast the instant the backend could let someone else in:
-    // the holder must have been told before then.
+    found
+}
+
+/// P2's deadline: whatever ended a belief (a loss signal, an unlock, a dropped guard, or
+/// the end of the run), it must not outlast the instant the backend could let someone
+/// else in: the holder must have been told before then.
+fn late_ends(beliefs: &Beliefs, backend: &Backend) -> Vec<Violation> {
+    let mut found = Vec::new();
     for belief in &beliefs.beliefs {
         if belief.how == End::Crash {
             continue;
@@ -100,7 +116,7 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) ->
                 End::Dropped => "was still believed in, until its guard was dropped,",
                 _ => "was still believed in",
             };
-            found.push(violation(
+            found.push(early_loss_violation(
                 &belief.client,
                 vec![free, belief.end],
                 format!(
@@ -119,14 +135,26 @@ pub(super) fn early_loss(events: &[Event], beliefs: &Beliefs, servers: usize) ->
 /// P4: tokens increase across grants, and the fencing resource never accepts a write
 /// with a token below one it has already accepted.
 pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
-    let mut found = Vec::new();
-    let violation = |clients: Vec<String>, instants: Vec<Duration>, message: String| Violation {
+    let mut found = server_tokens(events);
+    found.extend(held_tokens(beliefs));
+    found.extend(stale_writes(events));
+    found
+}
+
+/// A P4 violation.
+fn fencing_violation(clients: Vec<String>, instants: Vec<Duration>, message: String) -> Violation {
+    Violation {
         promise: Promise::Fencing,
         clients,
         instants,
         message,
-    };
-    // Each server's own tokens increase; a quorum's, as its clients hold them, below.
+    }
+}
+
+/// P4 at each server: its own tokens increase (a quorum's, as its clients hold them, in
+/// [`held_tokens`]).
+fn server_tokens(events: &[Event]) -> Vec<Violation> {
+    let mut found = Vec::new();
     for (server, grants) in &Backend::from_events(events, 1).servers {
         let server = if server == "backend" {
             "the backend".to_owned()
@@ -136,7 +164,7 @@ pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
         for pair in grants.order.windows(2) {
             let ((t1, k1, c1), (t2, k2, c2)) = (&pair[0], &pair[1]);
             if k2 <= k1 {
-                found.push(violation(
+                found.push(fencing_violation(
                     vec![c1.clone(), c2.clone()],
                     vec![*t1, *t2],
                     format!("{server} granted token {k2} to {c2} after token {k1} to {c1}"),
@@ -144,13 +172,20 @@ pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
             }
         }
     }
+    found
+}
+
+/// P4 as the clients hold them: no two grants share a token, and a grant asked for
+/// after another was made has a higher one.
+fn held_tokens(beliefs: &Beliefs) -> Vec<Violation> {
+    let mut found = Vec::new();
     let mut sorted: Vec<_> = beliefs.beliefs.iter().collect();
     sorted.sort_by_key(|belief| belief.start);
     for (i, a) in sorted.iter().enumerate() {
         for b in &sorted[i + 1..] {
             let same = a.token == b.token;
             if same || (a.start < b.called && b.token < a.token) {
-                found.push(violation(
+                found.push(fencing_violation(
                     vec![a.client.clone(), b.client.clone()],
                     vec![a.start, b.start],
                     format!(
@@ -167,11 +202,17 @@ pub(super) fn fencing(events: &[Event], beliefs: &Beliefs) -> Vec<Violation> {
             }
         }
     }
+    found
+}
+
+/// P4 at the resource: no write accepted with a token below one accepted before it.
+fn stale_writes(events: &[Event]) -> Vec<Violation> {
+    let mut found = Vec::new();
     let mut highest: Option<(u64, &str, Duration)> = None;
     for event in events {
         if let EventKind::WriteAccepted { from, token } = &event.kind {
             match highest {
-                Some((top, by, when)) if *token < top => found.push(violation(
+                Some((top, by, when)) if *token < top => found.push(fencing_violation(
                     vec![from.clone(), by.to_owned()],
                     vec![when, event.at],
                     format!(

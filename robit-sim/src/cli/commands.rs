@@ -2,6 +2,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, IsTerminal, Write};
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -10,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use super::args::DEFAULT_DIR;
 use super::report::{self, Summary};
 use super::{CliError, ReplayArgs, RunArgs, Status, emit};
-use crate::{Scenario, ScenarioError, Timeline, load_scenarios, run_batch};
+use crate::{Outcome, Scenario, ScenarioError, Timeline, load_scenarios, run_batch};
 
 /// The scenarios in `paths` (or the default directory), each path checked first.
 fn scenarios(paths: &[PathBuf]) -> Result<Vec<Scenario>, CliError> {
@@ -69,59 +70,10 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Status, CliErro
             args.first_seed
         ),
     )?;
-    // Runs go in chunks of seeds, each summed up when it ends: a long batch keeps what
-    // it reports, not every run's history. A chunk gives every thread plenty to do.
-    let chunk = (threads as u64 * 16)
-        .max(64)
-        .div_ceil(scenarios.len() as u64)
-        .max(1);
     let bar = progress_bar(runs);
-    let mut summaries: Vec<(usize, Summary)> = Vec::new();
-    let mut write_error = None;
-    let mut first = args.first_seed;
-    loop {
-        let chunk_last = first.saturating_add(chunk - 1).min(last);
-        let seeds_in_chunk = usize::try_from(chunk_last - first + 1).unwrap_or(usize::MAX);
-        let outcomes = run_batch(scenarios.clone(), first..=chunk_last, threads, |outcome| {
-            if !outcome.passed() {
-                bar.set_message(format!(
-                    "failed: {} seed {}",
-                    report::short_name(outcome.scenario.file()),
-                    outcome.seed
-                ));
-            }
-            bar.inc(1);
-        });
-        for (index, outcome) in outcomes.iter().enumerate() {
-            let timeline = match (&args.timeline, &outcome.run) {
-                (Some(dir), Ok(run)) if !outcome.passed() => {
-                    let path = dir.join(format!(
-                        "{}-seed-{}.svg",
-                        report::short_name(outcome.scenario.file()),
-                        outcome.seed
-                    ));
-                    let svg = Timeline::of_run(&outcome.scenario, run).svg();
-                    match std::fs::write(&path, svg) {
-                        Ok(()) => Some(path),
-                        Err(source) => {
-                            write_error.get_or_insert(CliError::Write { path, source });
-                            None
-                        }
-                    }
-                }
-                _ => None,
-            };
-            // Outcomes come in (scenario, seed) order.
-            summaries.push((index / seeds_in_chunk, Summary::new(outcome, timeline)));
-        }
-        if chunk_last == last {
-            break;
-        }
-        first = chunk_last + 1;
-    }
+    let seeds = args.first_seed..=last;
+    let (summaries, write_error) = run_in_chunks(&scenarios, seeds, threads, args, &bar);
     bar.finish_and_clear();
-    summaries.sort_by_key(|(scenario, summary)| (*scenario, summary.seed()));
-    let summaries: Vec<Summary> = summaries.into_iter().map(|(_, summary)| summary).collect();
 
     emit(out, &report::table(&summaries))?;
     emit(out, &report::failures(&summaries))?;
@@ -133,6 +85,82 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Status, CliErro
     } else {
         Status::Failed
     })
+}
+
+/// Runs every scenario with every seed of `seeds` on `threads` threads, and sums up each
+/// run in (scenario, seed) order, with the first timeline that could not be written.
+///
+/// Runs go in chunks of seeds, each summed up when it ends: a long batch keeps what it
+/// reports, not every run's history. A chunk gives every thread plenty to do.
+fn run_in_chunks(
+    scenarios: &[Scenario],
+    seeds: RangeInclusive<u64>,
+    threads: usize,
+    args: &RunArgs,
+    bar: &ProgressBar,
+) -> (Vec<Summary>, Option<CliError>) {
+    let chunk = (threads as u64 * 16)
+        .max(64)
+        .div_ceil(scenarios.len() as u64)
+        .max(1);
+    let (mut first, last) = seeds.into_inner();
+    let mut summaries: Vec<(usize, Summary)> = Vec::new();
+    let mut write_error = None;
+    loop {
+        let chunk_last = first.saturating_add(chunk - 1).min(last);
+        let seeds_in_chunk = usize::try_from(chunk_last - first + 1).unwrap_or(usize::MAX);
+        let outcomes = run_batch(scenarios.to_vec(), first..=chunk_last, threads, |outcome| {
+            if !outcome.passed() {
+                bar.set_message(format!(
+                    "failed: {} seed {}",
+                    report::short_name(outcome.scenario.file()),
+                    outcome.seed
+                ));
+            }
+            bar.inc(1);
+        });
+        for (index, outcome) in outcomes.iter().enumerate() {
+            let timeline = args
+                .timeline
+                .as_deref()
+                .and_then(|dir| failed_timeline(dir, outcome, &mut write_error));
+            // Outcomes come in (scenario, seed) order.
+            summaries.push((index / seeds_in_chunk, Summary::new(outcome, timeline)));
+        }
+        if chunk_last == last {
+            break;
+        }
+        first = chunk_last + 1;
+    }
+    summaries.sort_by_key(|(scenario, summary)| (*scenario, summary.seed()));
+    let summaries = summaries.into_iter().map(|(_, summary)| summary).collect();
+    (summaries, write_error)
+}
+
+/// Writes a failing run's SVG timeline into `dir`, named after its scenario file and
+/// seed, and says where; a write that fails is kept in `write_error`, if none was.
+fn failed_timeline(
+    dir: &Path,
+    outcome: &Outcome,
+    write_error: &mut Option<CliError>,
+) -> Option<PathBuf> {
+    let run = match &outcome.run {
+        Ok(run) if !outcome.passed() => run,
+        _ => return None,
+    };
+    let path = dir.join(format!(
+        "{}-seed-{}.svg",
+        report::short_name(outcome.scenario.file()),
+        outcome.seed
+    ));
+    let svg = Timeline::of_run(&outcome.scenario, run).svg();
+    match std::fs::write(&path, svg) {
+        Ok(()) => Some(path),
+        Err(source) => {
+            write_error.get_or_insert(CliError::Write { path, source });
+            None
+        }
+    }
 }
 
 /// A progress bar on standard error when it is a terminal; hidden otherwise.

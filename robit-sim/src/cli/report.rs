@@ -103,6 +103,31 @@ fn seconds(elapsed: Duration) -> String {
 /// The verdict table: one row per scenario, in the order they first appear, and a
 /// total.
 pub(super) fn table(runs: &[Summary]) -> String {
+    let (order, rows) = rows(runs);
+    let names = names(&order);
+    let mut cells: Vec<[String; 6]> = order
+        .iter()
+        .zip(names)
+        .filter_map(|(file, name)| rows.get(file).map(|row| row.cells(name)))
+        .collect();
+    let passed = runs.iter().filter(|run| run.passed()).count();
+    cells.push([
+        "total".to_owned(),
+        runs.len().to_string(),
+        passed.to_string(),
+        (runs.len() - passed).to_string(),
+        String::new(),
+        runs.iter()
+            .map(|run| run.elapsed)
+            .max()
+            .map_or_else(String::new, seconds),
+    ]);
+    aligned(&cells)
+}
+
+/// Each scenario's runs summed up into its row, and the scenarios in the order they
+/// first appear.
+fn rows(runs: &[Summary]) -> (Vec<&Path>, BTreeMap<&Path, Row>) {
     let mut order: Vec<&Path> = Vec::new();
     let mut rows: BTreeMap<&Path, Row> = BTreeMap::new();
     for run in runs {
@@ -119,20 +144,57 @@ pub(super) fn table(runs: &[Summary]) -> String {
             row.slowest = Some((run.elapsed, run.seed));
         }
     }
-    // Scenario files with the same name in different directories go by their path.
+    (order, rows)
+}
+
+/// Each scenario file's name in the table: its short name, or its path when scenario
+/// files with the same name in different directories ran.
+fn names(order: &[&Path]) -> Vec<String> {
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    for file in &order {
+    for file in order {
         *names.entry(short_name(file)).or_default() += 1;
     }
-    let name = |file: &Path| {
-        let short = short_name(file);
-        if names.get(&short).copied().unwrap_or(0) > 1 {
-            file.display().to_string()
-        } else {
-            short
-        }
-    };
+    order
+        .iter()
+        .map(|file| {
+            let short = short_name(file);
+            if names.get(&short).copied().unwrap_or(0) > 1 {
+                file.display().to_string()
+            } else {
+                short
+            }
+        })
+        .collect()
+}
 
+impl Row {
+    /// The row's cells, with the scenario called `name`.
+    fn cells(&self, name: String) -> [String; 6] {
+        let expected = if self.expected.is_empty() {
+            "-".to_owned()
+        } else {
+            self.expected
+                .iter()
+                .map(|(promise, seen)| format!("{} {seen}/{}", promise.code(), self.runs))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        [
+            name,
+            self.runs.to_string(),
+            self.passed.to_string(),
+            (self.runs - self.passed).to_string(),
+            expected,
+            self.slowest.map_or_else(String::new, |(elapsed, seed)| {
+                format!("{} (seed {seed})", seconds(elapsed))
+            }),
+        ]
+    }
+}
+
+/// The table laid out: the header, a rule, the rows, a rule before the last (the
+/// total), every column as wide as its widest cell.
+fn aligned(cells: &[[String; 6]]) -> String {
     let header = [
         "scenario",
         "runs",
@@ -141,45 +203,8 @@ pub(super) fn table(runs: &[Summary]) -> String {
         "expected seen",
         "slowest",
     ];
-    let mut cells: Vec<[String; 6]> = order
-        .iter()
-        .filter_map(|file| rows.get(file).map(|row| (file, row)))
-        .map(|(file, row)| {
-            let expected = if row.expected.is_empty() {
-                "-".to_owned()
-            } else {
-                row.expected
-                    .iter()
-                    .map(|(promise, seen)| format!("{} {seen}/{}", promise.code(), row.runs))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            [
-                name(file),
-                row.runs.to_string(),
-                row.passed.to_string(),
-                (row.runs - row.passed).to_string(),
-                expected,
-                row.slowest.map_or_else(String::new, |(elapsed, seed)| {
-                    format!("{} (seed {seed})", seconds(elapsed))
-                }),
-            ]
-        })
-        .collect();
-    let passed = runs.iter().filter(|run| run.passed()).count();
-    cells.push([
-        "total".to_owned(),
-        runs.len().to_string(),
-        passed.to_string(),
-        (runs.len() - passed).to_string(),
-        String::new(),
-        runs.iter()
-            .map(|run| run.elapsed)
-            .max()
-            .map_or_else(String::new, seconds),
-    ]);
     let mut widths = header.map(str::len);
-    for row in &cells {
+    for row in cells {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }

@@ -12,8 +12,8 @@ use crate::scenario::{Fault, Target};
 use crate::world::{BACKEND, STORAGE};
 use crate::{EventKind, History, SimClock};
 
-/// What the schedule needs from the world to apply a fault.
-pub(crate) trait Hosts {
+/// The simulated world as a fault sees it: what the schedule needs from it to apply one.
+pub(crate) trait Testbed {
     fn client_names(&self) -> Vec<String>;
     /// When the latest-ending hold in progress on the host ends (true time), if one of
     /// its mutexes is in the middle of a hold.
@@ -36,7 +36,7 @@ pub(crate) trait Hosts {
 }
 
 /// Every host: the clients, the backend's servers and the storage.
-fn all_hosts(hosts: &dyn Hosts) -> Vec<String> {
+fn all_hosts(hosts: &dyn Testbed) -> Vec<String> {
     let mut all = hosts.client_names();
     all.extend(hosts.backend_names());
     all.push(STORAGE.to_owned());
@@ -94,7 +94,7 @@ impl Sides {
 /// certainly loses its lease. Of several, the one whose hold ends last.
 pub(crate) fn holder(
     history: &History,
-    hosts: &dyn Hosts,
+    hosts: &dyn Testbed,
     fault: &Fault,
     now: Duration,
 ) -> Option<String> {
@@ -131,7 +131,7 @@ fn any_holder(history: &History) -> Option<String> {
 /// What resolving a fault's targets looks at.
 #[derive(Clone, Copy)]
 pub(crate) struct Resolve<'a> {
-    hosts: &'a dyn Hosts,
+    hosts: &'a dyn Testbed,
     history: &'a History,
     fault: &'a Fault,
     now: Duration,
@@ -205,7 +205,7 @@ impl Resolve<'_> {
 /// What starting or ending a fault acts on.
 pub(crate) struct Scene<'a, 's> {
     pub(crate) sim: &'a mut Sim<'s>,
-    pub(crate) hosts: &'a mut dyn Hosts,
+    pub(crate) hosts: &'a mut dyn Testbed,
     pub(crate) history: &'a History,
     /// True time.
     pub(crate) now: Duration,

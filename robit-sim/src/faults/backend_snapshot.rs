@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Hosts, Invalid, Kind, Parse, Resolve, Scene, Sides, Written, timing};
+use super::{Invalid, Kind, Parse, Resolve, Scene, Sides, Testbed, Written, timing};
 use crate::scenario::{Backend, Dur, Fault};
 
 /// Why a snapshot, or a restart from one, needs the simulated Redis.
@@ -49,7 +49,7 @@ impl Kind for BackendSnapshot {
     }
 
     /// Saving changes nothing a client can see.
-    fn recorded(&self, _hosts: &dyn Hosts) -> bool {
+    fn recorded(&self, _hosts: &dyn Testbed) -> bool {
         false
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Hosts, Invalid, Kind, Parse, Resolve, Scene, Sides, Written, timing};
+use super::{Invalid, Kind, Parse, Resolve, Scene, Sides, Testbed, Written, timing};
 use crate::EventKind;
 use crate::scenario::{Dur, Target};
 
@@ -58,7 +58,7 @@ impl Kind for Crash {
     }
 
     /// A client crash is recorded as the host's own crash, not as a network fault.
-    fn recorded(&self, _hosts: &dyn Hosts) -> bool {
+    fn recorded(&self, _hosts: &dyn Testbed) -> bool {
         false
     }
 

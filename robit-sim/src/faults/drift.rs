@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{Hosts, Invalid, Kind, Parse, Resolve, Scene, Sides, Written, timing};
+use super::{Invalid, Kind, Parse, Resolve, Scene, Sides, Testbed, Written, timing};
 use crate::scenario::{Dur, Target, needs};
 
 #[derive(Debug, Deserialize)]
@@ -64,7 +64,7 @@ impl Kind for Drift {
     }
 
     /// Drift inside the configured bound is not a fault; beyond it, it is.
-    fn recorded(&self, hosts: &dyn Hosts) -> bool {
+    fn recorded(&self, hosts: &dyn Testbed) -> bool {
         self.1.abs() > hosts.drift_bound()
     }
 

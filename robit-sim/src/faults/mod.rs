@@ -32,7 +32,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-pub(crate) use self::apply::{Applied, Hosts, Resolve, Scene, Sides, end, holder, start};
+pub(crate) use self::apply::{Applied, Resolve, Scene, Sides, Testbed, end, holder, start};
 pub(crate) use self::backend_restart::BackendRestart;
 pub(crate) use self::crash::Crash;
 pub(crate) use self::drift::Drift;
@@ -84,7 +84,7 @@ pub(crate) trait Kind: Debug {
     fn end(&self, _world: &mut Scene<'_, '_>, _sides: &Sides) {}
 
     /// Whether it counts as a fault (and so is recorded, start and end).
-    fn recorded(&self, _hosts: &dyn Hosts) -> bool {
+    fn recorded(&self, _hosts: &dyn Testbed) -> bool {
         true
     }
 
@@ -160,7 +160,7 @@ macro_rules! kinds {
         /// takes exactly its own fields (serde refuses a missing one, or one of another
         /// kind's).
         ///
-        /// Read from the entry's table (`table::read`), whose errors the fault's
+        /// Read from the entry's table (`toml_table::read`), whose errors the fault's
         /// validation words for the scenario's author.
         #[derive(Debug, Deserialize)]
         #[serde(tag = "kind")]

@@ -107,28 +107,16 @@ pub(crate) struct RefState {
     pub(crate) servers: usize,
 }
 
-pub(crate) struct Reference;
+/// Operations to choose from, each with its weight. Their order is part of what a seed
+/// generates: a new one goes last.
+type Choices = Vec<(u32, BoxedStrategy<Op>)>;
 
-impl ReferenceStateMachine for Reference {
-    type State = RefState;
-    type Transition = Op;
-
-    fn init_state() -> BoxedStrategy<RefState> {
-        let (clients, state_loss, servers) = super::current::shape();
-        Just(RefState {
-            clients,
-            crashed: BTreeSet::new(),
-            cut: BTreeSet::new(),
-            state_loss,
-            servers,
-        })
-        .boxed()
-    }
-
-    fn transitions(state: &RefState) -> BoxedStrategy<Op> {
-        let n = state.clients;
-        let every = 0..n;
-        let mut choices: Vec<(u32, BoxedStrategy<Op>)> = vec![
+impl RefState {
+    /// What the clients do, and the time passing, always possible; and the backend's
+    /// restart that keeps its state.
+    fn client_ops(&self) -> Choices {
+        let every = 0..self.clients;
+        vec![
             (6, every.clone().prop_map(Op::Lock).boxed()),
             (2, every.clone().prop_map(Op::TryLock).boxed()),
             (4, every.clone().prop_map(Op::Unlock).boxed()),
@@ -142,41 +130,51 @@ impl ReferenceStateMachine for Reference {
             ),
             (
                 1,
-                (every.clone(), -9..=9_i8)
+                (every, -9..=9_i8)
                     .prop_map(|(c, d)| Op::Drift(c, d))
                     .boxed(),
             ),
             (1, Just(Op::RestartBackend(false)).boxed()),
-        ];
-        if state.state_loss {
+        ]
+    }
+
+    /// The backend's restarts losing its state, if it may, and a quorum's servers'.
+    fn backend_restarts(&self, choices: &mut Choices) {
+        if self.state_loss {
             choices.push((1, Just(Op::RestartBackend(true)).boxed()));
         }
-        if state.servers > 1 {
-            let lose = if state.state_loss {
+        if self.servers > 1 {
+            let lose = if self.state_loss {
                 proptest::bool::ANY.boxed()
             } else {
                 Just(false).boxed()
             };
             choices.push((
                 2,
-                (0..state.servers, lose)
+                (0..self.servers, lose)
                     .prop_map(|(s, lose)| Op::RestartServer(s, lose))
                     .boxed(),
             ));
         }
-        let up: Vec<usize> = (0..n).filter(|c| !state.crashed.contains(c)).collect();
-        let whole: Vec<usize> = (0..n).filter(|c| !state.cut.contains(c)).collect();
-        let cut: Vec<usize> = state.cut.iter().copied().collect();
-        let crashed: Vec<usize> = state.crashed.iter().copied().collect();
+    }
+
+    /// Partitions of the clients not cut off, repairs of those that are, crashes of
+    /// those up and restarts of those crashed.
+    fn cuts_and_crashes(&self, choices: &mut Choices) {
+        let n = self.clients;
+        let up: Vec<usize> = (0..n).filter(|c| !self.crashed.contains(c)).collect();
+        let whole: Vec<usize> = (0..n).filter(|c| !self.cut.contains(c)).collect();
+        let cut: Vec<usize> = self.cut.iter().copied().collect();
+        let crashed: Vec<usize> = self.crashed.iter().copied().collect();
         if !whole.is_empty() {
             let pick = proptest::sample::select(whole);
             choices.push((1, pick.clone().prop_map(Op::Partition).boxed()));
             choices.push((1, pick.clone().prop_map(Op::PartitionToBackend).boxed()));
             choices.push((1, pick.clone().prop_map(Op::PartitionFromBackend).boxed()));
-            if state.servers > 1 {
+            if self.servers > 1 {
                 choices.push((
                     3,
-                    (pick, 0..state.servers)
+                    (pick, 0..self.servers)
                         .prop_map(|(c, s)| Op::PartitionServer(c, s))
                         .boxed(),
                 ));
@@ -199,6 +197,31 @@ impl ReferenceStateMachine for Reference {
                     .boxed(),
             ));
         }
+    }
+}
+
+pub(crate) struct Reference;
+
+impl ReferenceStateMachine for Reference {
+    type State = RefState;
+    type Transition = Op;
+
+    fn init_state() -> BoxedStrategy<RefState> {
+        let (clients, state_loss, servers) = super::current::shape();
+        Just(RefState {
+            clients,
+            crashed: BTreeSet::new(),
+            cut: BTreeSet::new(),
+            state_loss,
+            servers,
+        })
+        .boxed()
+    }
+
+    fn transitions(state: &RefState) -> BoxedStrategy<Op> {
+        let mut choices = state.client_ops();
+        state.backend_restarts(&mut choices);
+        state.cuts_and_crashes(&mut choices);
         Union::new_weighted(choices).boxed()
     }
 

@@ -51,6 +51,80 @@ impl Sut {
         self.world.start(&fault)
     }
 
+    /// Carries `op` out, at the world's current time.
+    fn perform(&mut self, op: Op) {
+        let client = |c: usize| Target::Client(name(c));
+        let tenths = |n: u16| Duration::from_millis(100) * u32::from(n);
+        match op {
+            Op::Lock(c) => self.world.send(&name(c), Command::Lock { try_only: false }),
+            Op::TryLock(c) => self.world.send(&name(c), Command::Lock { try_only: true }),
+            Op::Unlock(c) => self.world.send(&name(c), Command::Unlock),
+            Op::Write(c) => self.world.send(&name(c), Command::Write),
+            Op::Advance(n) => self.advance(tenths(n)),
+            Op::Partition(c) => {
+                self.cut_off(c, Action::Partition(Partition(client(c), Target::Backend)));
+            }
+            Op::PartitionToBackend(c) => self.cut_off(
+                c,
+                Action::PartitionOneway(PartitionOneway {
+                    from: client(c),
+                    to: Target::Backend,
+                }),
+            ),
+            Op::PartitionFromBackend(c) => self.cut_off(
+                c,
+                Action::PartitionOneway(PartitionOneway {
+                    from: Target::Backend,
+                    to: client(c),
+                }),
+            ),
+            Op::PartitionServer(c, s) => {
+                let server = Target::Servers(vec![s]);
+                self.cut_off(c, Action::Partition(Partition(client(c), server)));
+            }
+            Op::RestartServer(s, lose_state) => {
+                self.fault(None, restart(lose_state, Target::Servers(vec![s])));
+            }
+            Op::Repair(c) => {
+                if let Some(applied) = self.partitions.remove(&c) {
+                    self.world.end(&applied);
+                }
+            }
+            Op::Pause(c, n) => self.pause(c, tenths(n)),
+            Op::Drift(c, thousandths) => {
+                let drift = f64::from(thousandths) / 1000.0;
+                self.fault(None, Action::Drift(Drift(client(c), drift)));
+            }
+            Op::Crash(c) => {
+                let applied = self.fault(None, Action::Crash(Crash(client(c))));
+                self.crashes.insert(c, applied);
+            }
+            Op::Restart(c) => {
+                if let Some(applied) = self.crashes.remove(&c) {
+                    self.world.end(&applied);
+                }
+            }
+            Op::RestartBackend(lose_state) => {
+                self.fault(None, restart(lose_state, Target::Backend));
+            }
+        }
+    }
+
+    /// Starts the partition `action` of client `c`, until a repair.
+    fn cut_off(&mut self, c: usize, action: Action) {
+        let applied = self.fault(None, action);
+        self.partitions.insert(c, applied);
+    }
+
+    /// Pauses client `c` for `length`: its end is due then, and the pause excuses what
+    /// its stopped clock breaks.
+    fn pause(&mut self, c: usize, length: Duration) {
+        let now = self.world.now();
+        let applied = self.fault(Some(length), Action::Pause(Pause(Target::Client(name(c)))));
+        self.ends.push((now + length, applied));
+        self.paused.push((name(c), now, now + length));
+    }
+
     #[allow(clippy::panic)] // How proptest learns the sequence failed.
     fn advance(&mut self, length: Duration) {
         let until = self.world.now() + length;
@@ -122,76 +196,7 @@ impl StateMachineTest for ModelTest {
     }
 
     fn apply(mut sut: Sut, _: &RefState, op: Op) -> Sut {
-        let client = |c: usize| Target::Client(name(c));
-        match op {
-            Op::Lock(c) => sut.world.send(&name(c), Command::Lock { try_only: false }),
-            Op::TryLock(c) => sut.world.send(&name(c), Command::Lock { try_only: true }),
-            Op::Unlock(c) => sut.world.send(&name(c), Command::Unlock),
-            Op::Write(c) => sut.world.send(&name(c), Command::Write),
-            Op::Advance(tenths) => sut.advance(Duration::from_millis(100) * u32::from(tenths)),
-            Op::Partition(c) => {
-                let applied = sut.fault(
-                    None,
-                    Action::Partition(Partition(client(c), Target::Backend)),
-                );
-                sut.partitions.insert(c, applied);
-            }
-            Op::PartitionToBackend(c) => {
-                let action = Action::PartitionOneway(PartitionOneway {
-                    from: client(c),
-                    to: Target::Backend,
-                });
-                let applied = sut.fault(None, action);
-                sut.partitions.insert(c, applied);
-            }
-            Op::PartitionFromBackend(c) => {
-                let action = Action::PartitionOneway(PartitionOneway {
-                    from: Target::Backend,
-                    to: client(c),
-                });
-                let applied = sut.fault(None, action);
-                sut.partitions.insert(c, applied);
-            }
-            Op::PartitionServer(c, s) => {
-                let server = Target::Servers(vec![s]);
-                let applied = sut.fault(None, Action::Partition(Partition(client(c), server)));
-                sut.partitions.insert(c, applied);
-            }
-            Op::RestartServer(s, lose_state) => {
-                let on = Target::Servers(vec![s]);
-                sut.fault(None, restart(lose_state, on));
-            }
-            Op::Repair(c) => {
-                if let Some(applied) = sut.partitions.remove(&c) {
-                    sut.world.end(&applied);
-                }
-            }
-            Op::Pause(c, tenths) => {
-                let length = Duration::from_millis(100) * u32::from(tenths);
-                let now = sut.world.now();
-                let applied = sut.fault(Some(length), Action::Pause(Pause(client(c))));
-                sut.ends.push((now + length, applied));
-                sut.paused.push((name(c), now, now + length));
-            }
-            Op::Drift(c, thousandths) => {
-                sut.fault(
-                    None,
-                    Action::Drift(Drift(client(c), f64::from(thousandths) / 1000.0)),
-                );
-            }
-            Op::Crash(c) => {
-                let applied = sut.fault(None, Action::Crash(Crash(client(c))));
-                sut.crashes.insert(c, applied);
-            }
-            Op::Restart(c) => {
-                if let Some(applied) = sut.crashes.remove(&c) {
-                    sut.world.end(&applied);
-                }
-            }
-            Op::RestartBackend(lose_state) => {
-                sut.fault(None, restart(lose_state, Target::Backend));
-            }
-        }
+        sut.perform(op);
         sut.advance(SETTLE);
         sut
     }

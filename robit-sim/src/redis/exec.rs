@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::events::{LockEvent, Peer};
 use super::pubsub::Channels;
 use super::resp::Frame;
-use super::scripts::ScriptCache;
+use super::script_cache::ScriptCache;
 use super::store::{Dataset, NOT_AN_INTEGER, parse_integer};
 
 /// Where the simulated Redis's clock starts: TIME answers `EPOCH` plus the backend's

@@ -54,7 +54,7 @@ mod lock_keys;
 mod lua;
 mod pubsub;
 pub mod resp;
-mod scripts;
+mod script_cache;
 mod server;
 mod session;
 mod state;
@@ -63,7 +63,7 @@ mod store;
 pub use self::connector::SimConnector;
 pub use self::events::{LockEvent, LockEventKind, Peer};
 pub use self::exec::EPOCH;
-pub use self::scripts::RobitScript;
+pub use self::script_cache::RobitScript;
 pub use self::server::{DEFAULT_PORT, SimRedis};
 pub use self::state::RedisState;
 

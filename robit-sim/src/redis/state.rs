@@ -10,7 +10,7 @@ use super::events::{LockEvent, Peer};
 use super::exec::Exec;
 use super::pubsub::Channels;
 use super::resp::Frame;
-use super::scripts::ScriptCache;
+use super::script_cache::ScriptCache;
 use super::store::Dataset;
 
 type Observer = Arc<dyn Fn(&LockEvent) + Send + Sync>;

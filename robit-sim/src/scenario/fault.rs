@@ -14,7 +14,7 @@ use super::Fault;
 use super::ctx::Ctx;
 use super::hosts::Hosts;
 use super::raw::RawEntry;
-use super::table::{self, Problem};
+use super::toml_table::{self, Problem};
 use crate::faults::{Invalid, Parse, RawFault};
 use crate::scenario::ScenarioError;
 
@@ -43,7 +43,7 @@ pub(super) fn fault(
         None => format!("fault {index}"),
     };
     let fail = |message: String| ctx.error(span.clone(), format!("{label}: {message}"));
-    let raw: RawFault = table::read(unspanned(entry)).map_err(|problem| {
+    let raw: RawFault = toml_table::read(unspanned(entry)).map_err(|problem| {
         let at = culprit(entry, &problem).or_else(|| span.clone());
         let message = explain(problem, kind.unwrap_or_default());
         ctx.error(at, format!("{label}: {message}"))
@@ -108,7 +108,7 @@ fn culprit(entry: &RawEntry, problem: &Problem) -> Option<Range<usize>> {
                 ("kind".to_owned(), kind.clone()),
                 (key.clone(), value.clone()),
             ]);
-            match table::read::<RawFault>(unspanned(&alone)) {
+            match toml_table::read::<RawFault>(unspanned(&alone)) {
                 Err(Problem::Other(_)) => Some(value.span()),
                 _ => None,
             }
@@ -152,7 +152,7 @@ fn explain(problem: Problem, kind: &str) -> String {
 /// cannot fall out of step with [`RawFault`].
 fn kinds() -> &'static [&'static str] {
     let probe = toml::Table::from_iter([("kind".to_owned(), toml::Value::from(""))]);
-    match table::read::<RawFault>(probe) {
+    match toml_table::read::<RawFault>(probe) {
         Err(Problem::UnknownVariant(_, kinds)) => kinds,
         _ => &[],
     }
@@ -170,7 +170,7 @@ fn fields_of(kind: &str) -> &'static [&'static str] {
         ("kind".to_owned(), toml::Value::from(kind)),
         ("\u{0}".to_owned(), toml::Value::from(true)),
     ]);
-    match table::read::<RawFault>(probe) {
+    match toml_table::read::<RawFault>(probe) {
         Err(Problem::UnknownField(_, fields)) => fields,
         _ => &[],
     }

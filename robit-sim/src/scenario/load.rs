@@ -1,93 +1,34 @@
 //! From TOML text to a validated [`Scenario`].
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
 use toml::Spanned;
 
+use super::clients::clients;
 use super::ctx::{Ctx, ms, pair};
-use super::raw::{RawClient, RawScenario};
+use super::raw::RawScenario;
 use super::{Backend, Client, LockSettings, Scenario, ScenarioError, Wait};
 use crate::Promise;
 
 /// The longest scenario accepted: runs must stay cheap enough to repeat over many seeds.
-const MAX_DURATION: Duration = Duration::from_secs(3600);
+pub(super) const MAX_DURATION: Duration = Duration::from_secs(3600);
 /// The simulation's default step: messages move between hosts at this granularity.
 pub(crate) const DEFAULT_TICK: Duration = Duration::from_millis(25);
 pub(super) const MIN_TICK: Duration = Duration::from_micros(100);
 pub(super) const MAX_TICK: Duration = Duration::from_millis(50);
 /// The most servers in a quorum.
 const MAX_SERVERS: usize = 9;
-/// The most clients in one scenario.
-const MAX_CLIENTS: usize = 200;
-/// The most mutexes one client host may run over its driver.
-const MAX_MUTEXES: u32 = 16;
-/// Host names a client may not take: fault targets use them.
-const RESERVED: [&str; 5] = ["holder", "clients", "backend", "storage", "world"];
 
 pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> {
     let ctx = Ctx { file, text };
     let raw: RawScenario =
         toml::from_str(text).map_err(|error| ctx.error(error.span(), error.message().trim()))?;
-    let whole = Some(0..0);
-    if raw.name.trim().is_empty() {
-        return Err(ctx.error(whole, "`name` must not be empty"));
-    }
-    let duration = raw.duration.0;
-    if duration.is_zero() || duration > MAX_DURATION {
-        return Err(ctx.error(whole, "`duration` must be more than zero and at most 1h"));
-    }
-    let tick = match &raw.tick {
-        None => DEFAULT_TICK,
-        Some(tick) if (MIN_TICK..=MAX_TICK).contains(&tick.get_ref().0) => tick.get_ref().0,
-        Some(tick) => {
-            return Err(ctx.error(
-                Some(tick.span()),
-                format!("`tick` must be between {MIN_TICK:?} and {MAX_TICK:?}"),
-            ));
-        }
-    };
-    let backend = match raw
-        .backend
-        .as_ref()
-        .map(|b| (b.get_ref().as_str(), b.span()))
-    {
-        None | Some(("redis", _)) => Backend::Redis,
-        Some(("local", _)) => Backend::Local,
-        Some(("redlock", _)) => Backend::Redlock,
-        Some((other, span)) => {
-            return Err(ctx.error(
-                Some(span),
-                format!("unknown backend {other:?}: expected \"redis\", \"redlock\" or \"local\""),
-            ));
-        }
-    };
+    let duration = name_and_duration(&ctx, &raw)?;
+    let tick = tick(&ctx, &raw)?;
+    let backend = backend(&ctx, &raw)?;
     let servers = servers(&ctx, &raw, backend)?;
-    let promises = |list: &Option<Spanned<Vec<String>>>, default: &[Promise]| {
-        let Some(list) = list else {
-            return Ok(default.to_vec());
-        };
-        let mut out = Vec::new();
-        for name in list.get_ref() {
-            let promise: Promise = name.parse().map_err(|error: crate::UnknownPromise| {
-                ctx.error(Some(list.span()), error.to_string())
-            })?;
-            if !out.contains(&promise) {
-                out.push(promise);
-            }
-        }
-        out.sort();
-        Ok(out)
-    };
-    let check = promises(&raw.check, &Promise::ALL)?;
-    let expect = promises(&raw.expect, &[])?;
-    if let Some(missing) = expect.iter().find(|promise| !check.contains(promise)) {
-        return Err(ctx.error(
-            raw.expect.as_ref().map(Spanned::span),
-            format!("expects {missing} to be broken, but `check` does not include it"),
-        ));
-    }
+    let (check, expect) = check_and_expect(&ctx, &raw)?;
     let require = labels(&ctx, raw.require.as_ref(), "require")?;
     let forbid = labels(&ctx, raw.forbid.as_ref(), "forbid")?;
     let lock = lock_settings(&ctx, &raw)?;
@@ -96,18 +37,10 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         raw.network.latency,
         (ms(1), ms(5)),
         "network latency",
-        whole.clone(),
+        Some(0..0),
     )?;
     let clients = clients(&ctx, &raw.clients)?;
-    let names: Vec<&str> = clients.iter().map(|client| client.name.as_str()).collect();
-    let faults = raw
-        .faults
-        .iter()
-        .enumerate()
-        .map(|(index, fault)| {
-            super::fault::fault(&ctx, index + 1, fault, duration, (&names, servers))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let faults = faults(&ctx, &raw, duration, &clients, servers)?;
     faults_fit(&ctx, &raw, &faults, backend)?;
     Ok(Scenario {
         file: file.to_path_buf(),
@@ -134,6 +67,107 @@ pub(super) fn parse(file: &Path, text: &str) -> Result<Scenario, ScenarioError> 
         #[cfg(robit_mutants)]
         script_edits: Vec::new(),
     })
+}
+
+/// A name that is not empty, and the run's length: more than zero, at most an hour.
+fn name_and_duration(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Duration, ScenarioError> {
+    if raw.name.trim().is_empty() {
+        return Err(ctx.error(Some(0..0), "`name` must not be empty"));
+    }
+    let duration = raw.duration.0;
+    if duration.is_zero() || duration > MAX_DURATION {
+        return Err(ctx.error(
+            Some(0..0),
+            "`duration` must be more than zero and at most 1h",
+        ));
+    }
+    Ok(duration)
+}
+
+/// `tick`: the simulation's step, between [`MIN_TICK`] and [`MAX_TICK`].
+fn tick(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Duration, ScenarioError> {
+    match &raw.tick {
+        None => Ok(DEFAULT_TICK),
+        Some(tick) if (MIN_TICK..=MAX_TICK).contains(&tick.get_ref().0) => Ok(tick.get_ref().0),
+        Some(tick) => Err(ctx.error(
+            Some(tick.span()),
+            format!("`tick` must be between {MIN_TICK:?} and {MAX_TICK:?}"),
+        )),
+    }
+}
+
+/// `backend`: `redis` (the default), `redlock` or `local`.
+fn backend(ctx: &Ctx<'_>, raw: &RawScenario) -> Result<Backend, ScenarioError> {
+    match raw
+        .backend
+        .as_ref()
+        .map(|b| (b.get_ref().as_str(), b.span()))
+    {
+        None | Some(("redis", _)) => Ok(Backend::Redis),
+        Some(("local", _)) => Ok(Backend::Local),
+        Some(("redlock", _)) => Ok(Backend::Redlock),
+        Some((other, span)) => Err(ctx.error(
+            Some(span),
+            format!("unknown backend {other:?}: expected \"redis\", \"redlock\" or \"local\""),
+        )),
+    }
+}
+
+/// `check` (every promise by default) and `expect` (none by default), each sorted and
+/// without repeats; a promise expected broken must be checked.
+fn check_and_expect(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+) -> Result<(Vec<Promise>, Vec<Promise>), ScenarioError> {
+    let check = promises(ctx, raw.check.as_ref(), &Promise::ALL)?;
+    let expect = promises(ctx, raw.expect.as_ref(), &[])?;
+    if let Some(missing) = expect.iter().find(|promise| !check.contains(promise)) {
+        return Err(ctx.error(
+            raw.expect.as_ref().map(Spanned::span),
+            format!("expects {missing} to be broken, but `check` does not include it"),
+        ));
+    }
+    Ok((check, expect))
+}
+
+/// A list of promises by name, sorted and without repeats; `default` if there is none.
+fn promises(
+    ctx: &Ctx<'_>,
+    list: Option<&Spanned<Vec<String>>>,
+    default: &[Promise],
+) -> Result<Vec<Promise>, ScenarioError> {
+    let Some(list) = list else {
+        return Ok(default.to_vec());
+    };
+    let mut out = Vec::new();
+    for name in list.get_ref() {
+        let promise: Promise = name.parse().map_err(|error: crate::UnknownPromise| {
+            ctx.error(Some(list.span()), error.to_string())
+        })?;
+        if !out.contains(&promise) {
+            out.push(promise);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Each `[[faults]]` entry, read against the run's length and the hosts it may name.
+fn faults(
+    ctx: &Ctx<'_>,
+    raw: &RawScenario,
+    duration: Duration,
+    clients: &[Client],
+    servers: usize,
+) -> Result<Vec<super::Fault>, ScenarioError> {
+    let names: Vec<&str> = clients.iter().map(|client| client.name.as_str()).collect();
+    raw.faults
+        .iter()
+        .enumerate()
+        .map(|(index, fault)| {
+            super::fault::fault(ctx, index + 1, fault, duration, (&names, servers))
+        })
+        .collect()
 }
 
 /// `servers`: the quorum's size, for `backend = "redlock"` only (default 3).
@@ -278,100 +312,4 @@ fn labels(
         }
     }
     Ok(list.get_ref().clone())
-}
-
-fn clients(ctx: &Ctx<'_>, raw: &[Spanned<RawClient>]) -> Result<Vec<Client>, ScenarioError> {
-    if raw.is_empty() {
-        return Err(ctx.error(
-            Some(0..0),
-            "a scenario needs at least one [[clients]] entry",
-        ));
-    }
-    let mut out: Vec<Client> = Vec::new();
-    let mut taken: BTreeSet<String> = BTreeSet::new();
-    for entry in raw {
-        let span = Some(entry.span());
-        let client = entry.get_ref();
-        let valid = !client.name.is_empty()
-            && client
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !valid || RESERVED.contains(&client.name.as_str()) || client.name.starts_with("backend")
-        {
-            return Err(ctx.error(
-                span,
-                format!(
-                    "client name {:?}: expected letters, digits, '-' or '_', none of {RESERVED:?}, \
-                     and not starting with \"backend\"",
-                    client.name
-                ),
-            ));
-        }
-        let hold = pair(
-            ctx,
-            Some(client.hold),
-            (ms(0), ms(0)),
-            "`hold`",
-            span.clone(),
-        )?;
-        if hold.1.is_zero() {
-            return Err(ctx.error(span, "`hold` must allow a hold longer than zero"));
-        }
-        let think = pair(ctx, client.think, (ms(0), ms(50)), "`think`", span.clone())?;
-        let start = client.start.map_or(Duration::ZERO, |d| d.0);
-        if hold.1 > MAX_DURATION || think.1 > MAX_DURATION || start > MAX_DURATION {
-            return Err(ctx.error(span, "`hold`, `think` and `start` must each be at most 1h"));
-        }
-        let drift = client.drift.unwrap_or(0.0);
-        if !drift.is_finite() || drift <= -1.0 {
-            return Err(ctx.error(span, "`drift` must be a number above -1 (0.01 is 1% fast)"));
-        }
-        let mutexes = match client.mutexes {
-            None => 1,
-            Some(mutexes @ 1..=MAX_MUTEXES) => mutexes,
-            Some(_) => {
-                return Err(ctx.error(
-                    span,
-                    format!("`mutexes` must be between 1 and {MAX_MUTEXES}"),
-                ));
-            }
-        };
-        // Check the count against the room left before expanding it: a count of four
-        // billion must be an error, not an attempt to allocate four billion names.
-        let count = match client.count {
-            None => 1,
-            Some(0) => return Err(ctx.error(span, "`count` must be at least 1")),
-            Some(count) => count as usize,
-        };
-        if count > MAX_CLIENTS - out.len() {
-            return Err(ctx.error(
-                span,
-                format!(
-                    "at most {MAX_CLIENTS} clients in a scenario; this entry would make {}",
-                    out.len().saturating_add(count)
-                ),
-            ));
-        }
-        for n in 1..=count {
-            let name = match client.count {
-                None => client.name.clone(),
-                Some(_) => format!("{}{n}", client.name),
-            };
-            if !taken.insert(name.clone()) {
-                return Err(ctx.error(span, format!("two clients are named {name:?}")));
-            }
-            out.push(Client {
-                name,
-                start,
-                hold,
-                think,
-                writes: client.writes.unwrap_or(2),
-                drift,
-                mutexes,
-                heed_jeopardy: client.heed_jeopardy.unwrap_or(false),
-            });
-        }
-    }
-    Ok(out)
 }

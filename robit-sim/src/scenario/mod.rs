@@ -5,13 +5,14 @@
 //! docs/scenarios.md describes every field; [`Scenario::parse`] turns text into a
 //! validated scenario or a [`ScenarioError`] with the file, line and column.
 
+mod clients;
 mod ctx;
 mod error;
 mod fault;
 mod hosts;
 mod load;
 mod raw;
-mod table;
+mod toml_table;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

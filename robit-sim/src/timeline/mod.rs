@@ -5,9 +5,9 @@
 //! checkers found, and the run's length. They only read the history; building one never
 //! changes a run.
 
+mod backend_view;
 mod describe;
 mod filter;
-mod server;
 mod svg;
 mod text;
 mod tokens;

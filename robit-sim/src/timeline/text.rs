@@ -30,6 +30,26 @@ struct Line {
 
 pub(super) fn render(timeline: &Timeline) -> String {
     let mut out = String::new();
+    header(&mut out, timeline);
+    body(&mut out, &lines(timeline));
+    out.push('\n');
+    if timeline.violations.is_empty() {
+        let _ = writeln!(out, "violations: none");
+    } else {
+        let _ = writeln!(out, "violations ({}):", timeline.violations.len());
+        for (number, violation) in timeline.violations.iter().enumerate() {
+            let _ = writeln!(out, "  {}. {violation}", number + 1);
+        }
+    }
+    if let Some(verdict) = &timeline.verdict {
+        let _ = writeln!(out, "verdict: {verdict}");
+    }
+    out
+}
+
+/// The lines above the body: the title, the run's length and clients, what is left out,
+/// and what the marks mean.
+fn header(out: &mut String, timeline: &Timeline) {
     if let Some(title) = &timeline.title {
         let _ = writeln!(out, "{title}");
     }
@@ -60,8 +80,10 @@ pub(super) fn render(timeline: &Timeline) -> String {
         "marks: + acquired, ! lost, crashed, failed or rejected, ~ fault, !! violation"
     );
     out.push('\n');
+}
 
-    let lines = lines(timeline);
+/// The body: a heading, then `lines` in aligned columns, each time shown once.
+fn body(out: &mut String, lines: &[Line]) {
     let time_width = lines
         .iter()
         .map(|line| line.at.len())
@@ -80,7 +102,7 @@ pub(super) fn render(timeline: &Timeline) -> String {
         "time", "host"
     );
     let mut previous_at = String::new();
-    for line in &lines {
+    for line in lines {
         let at = if line.at == previous_at && line.mark != "!!" {
             ""
         } else {
@@ -93,20 +115,6 @@ pub(super) fn render(timeline: &Timeline) -> String {
         let _ = writeln!(out, "{}", row.trim_end());
         previous_at.clone_from(&line.at);
     }
-
-    out.push('\n');
-    if timeline.violations.is_empty() {
-        let _ = writeln!(out, "violations: none");
-    } else {
-        let _ = writeln!(out, "violations ({}):", timeline.violations.len());
-        for (number, violation) in timeline.violations.iter().enumerate() {
-            let _ = writeln!(out, "  {}. {violation}", number + 1);
-        }
-    }
-    if let Some(verdict) = &timeline.verdict {
-        let _ = writeln!(out, "verdict: {verdict}");
-    }
-    out
 }
 
 /// The body's lines: the shown events, with each violation inserted after the events

@@ -2,17 +2,16 @@
 
 mod backend;
 mod client;
+mod schedule;
 mod sim;
 mod storage;
 mod verdict;
 
-use std::time::Duration;
-
 pub(crate) use self::client::Command;
+use self::schedule::Schedule;
 pub(crate) use self::sim::SimWorld;
 pub(crate) use self::storage::HOST as STORAGE;
 pub use self::verdict::Verdict;
-use crate::faults::Applied;
 use crate::{CheckConfig, DriverFactory, History, Scenario, Violation, check};
 
 pub(crate) const BACKEND: &str = "backend";
@@ -105,37 +104,9 @@ fn run_with(
         return Err(RunError::QuorumScenario(scenario.name.clone()));
     }
     let mut world = SimWorld::new(scenario, seed, false, driver);
-    // The schedule: (instant, order, fault index, started fault to undo).
-    let mut schedule: Vec<(Duration, usize, usize, Option<Applied>)> = scenario
-        .faults
-        .iter()
-        .enumerate()
-        .map(|(index, fault)| (fault.at, index, index, None))
-        .collect();
-    let mut order = schedule.len();
+    let mut schedule = Schedule::new(&scenario.faults);
     while world.now() < scenario.duration {
-        let now = world.now();
-        schedule.sort_by_key(|(at, order, ..)| (*at, *order));
-        while schedule.first().is_some_and(|(at, ..)| *at <= now) {
-            let (_, _, index, applied) = schedule.remove(0);
-            let fault = &scenario.faults[index];
-            match applied {
-                // A fault aimed at the holder waits until someone holds the lock, in
-                // the middle of its hold.
-                None if fault.targets_holder() && !world.holder_for(fault) => {
-                    order += 1;
-                    schedule.push((now + scenario.tick, order, index, None));
-                }
-                None => {
-                    let applied = world.start(fault);
-                    if let Some(length) = fault.length {
-                        order += 1;
-                        schedule.push((now + length, order, index, Some(applied)));
-                    }
-                }
-                Some(applied) => world.end(&applied),
-            }
-        }
+        schedule.run_due(&mut world, scenario);
         world.step()?;
     }
     let history = world.history().clone();
@@ -143,21 +114,7 @@ fn run_with(
     let mut unmet = unmet(scenario, &history);
     // A fault still waiting for a holder to land on never bit: the run proves nothing
     // about it, so it does not pass.
-    unmet.extend(
-        schedule
-            .iter()
-            // Put off at least once for want of a holder (a fault merely due in the run's
-            // last tick is not).
-            .filter(|(at, _, index, applied)| applied.is_none() && *at > scenario.faults[*index].at)
-            .map(|(_, _, index, _)| {
-                format!(
-                    "fault {} never started: no holder to land on (one in the middle of \
-                     a hold, and for a fault that cuts it off, holding a TTL longer) before \
-                     the run ended",
-                    index + 1
-                )
-            }),
-    );
+    unmet.extend(schedule.never_started(&scenario.faults));
     let verdict = Verdict::judge_with(&violations, &scenario.expect, unmet);
     Ok(Run {
         seed,

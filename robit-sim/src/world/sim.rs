@@ -14,7 +14,7 @@ use turmoil::Sim;
 use super::backend::{self, Server};
 use super::client::{ClientHost, Command, PoisedHolds, Software};
 use super::{RunError, storage};
-use crate::faults::{self, Applied, Hosts, Scene};
+use crate::faults::{self, Applied, Scene, Testbed};
 use crate::remote::DriverFactory;
 use crate::scenario::Fault;
 use crate::{History, Scenario, SimClock};
@@ -35,7 +35,7 @@ struct Handles {
     ttl: Duration,
 }
 
-impl Hosts for Handles {
+impl Testbed for Handles {
     fn client_names(&self) -> Vec<String> {
         self.clients.clone()
     }

@@ -113,41 +113,78 @@ fn lindex(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
 }
 
 fn lpos(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
-    let (mut rank, mut count, mut maxlen) = (1_i64, None::<i64>, 0_i64);
-    let mut i = 3;
-    while let Some(option) = args.get(i) {
-        let Some(value) = args.get(i + 1) else {
-            return Err(Frame::error(SYNTAX));
-        };
-        match option.to_ascii_lowercase().as_slice() {
-            b"rank" => {
-                rank = integer(value)?;
-                if rank == 0 {
-                    return Err(Frame::error(
-                        "ERR RANK can't be zero: use 1 to start from the first match, 2 from \
-                         the second ... or use negative to start from the end of the list",
-                    ));
-                }
-            }
-            b"count" => count = Some(positive(value, "COUNT can't be negative")?),
-            b"maxlen" => maxlen = positive(value, "MAXLEN can't be negative")?,
-            _ => return Err(Frame::error(SYNTAX)),
-        }
-        i += 2;
-    }
+    let options = LposOptions::parse(&args[3..])?;
     let element = &args[2];
     read(exec, &args[1], |list| {
         let Some(list) = list else {
-            return if count.is_some() {
+            return if options.count.is_some() {
                 Frame::Array(Vec::new())
             } else {
                 Frame::NullBulk
             };
         };
+        let found = options.positions(list, element);
+        match options.count {
+            Some(_) => Frame::Array(found.into_iter().map(Frame::Integer).collect()),
+            None => found
+                .first()
+                .map_or(Frame::NullBulk, |&at| Frame::Integer(at)),
+        }
+    })
+}
+
+/// LPOS's options: which match to start from (`RANK`, negative from the tail), how many
+/// to answer (`COUNT`, 0 for all; none for a single answer), and how many items to look
+/// at (`MAXLEN`, 0 for all).
+struct LposOptions {
+    rank: i64,
+    count: Option<i64>,
+    maxlen: i64,
+}
+
+impl LposOptions {
+    /// Reads the options, name and value pairs, checking each as Redis does.
+    fn parse(options: &[Vec<u8>]) -> Result<Self, Frame> {
+        let mut read = Self {
+            rank: 1,
+            count: None,
+            maxlen: 0,
+        };
+        let mut i = 0;
+        while let Some(option) = options.get(i) {
+            let Some(value) = options.get(i + 1) else {
+                return Err(Frame::error(SYNTAX));
+            };
+            match option.to_ascii_lowercase().as_slice() {
+                b"rank" => {
+                    read.rank = integer(value)?;
+                    if read.rank == 0 {
+                        return Err(Frame::error(
+                            "ERR RANK can't be zero: use 1 to start from the first match, 2 \
+                             from the second ... or use negative to start from the end of the \
+                             list",
+                        ));
+                    }
+                }
+                b"count" => read.count = Some(positive(value, "COUNT can't be negative")?),
+                b"maxlen" => read.maxlen = positive(value, "MAXLEN can't be negative")?,
+                _ => return Err(Frame::error(SYNTAX)),
+            }
+            i += 2;
+        }
+        Ok(read)
+    }
+
+    /// The positions of `element` in `list` these options answer, counted from the head.
+    fn positions(&self, list: &VecDeque<Vec<u8>>, element: &[u8]) -> Vec<i64> {
         // Redis negates the rank in C: i64::MIN stays negative, and then every match
         // counts. Wrapping arithmetic reproduces that.
-        let from_tail = rank < 0;
-        let rank = if from_tail { rank.wrapping_neg() } else { rank };
+        let from_tail = self.rank < 0;
+        let rank = if from_tail {
+            self.rank.wrapping_neg()
+        } else {
+            self.rank
+        };
         let length = len(list.len());
         let order: Box<dyn Iterator<Item = &Vec<u8>>> = if from_tail {
             Box::new(list.iter().rev())
@@ -156,16 +193,16 @@ fn lpos(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
         };
         let (mut matches, mut found) = (0_i64, Vec::new());
         for (index, item) in (0_i64..).zip(order) {
-            if maxlen != 0 && index >= maxlen {
+            if self.maxlen != 0 && index >= self.maxlen {
                 break;
             }
-            if item != element {
+            if item.as_slice() != element {
                 continue;
             }
             matches += 1;
             if matches >= rank {
                 found.push(if from_tail { length - index - 1 } else { index });
-                let enough = match count {
+                let enough = match self.count {
                     None => true,
                     Some(0) => false,
                     Some(count) => matches.wrapping_sub(rank).wrapping_add(1) >= count,
@@ -175,13 +212,8 @@ fn lpos(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {
                 }
             }
         }
-        match count {
-            Some(_) => Frame::Array(found.into_iter().map(Frame::Integer).collect()),
-            None => found
-                .first()
-                .map_or(Frame::NullBulk, |&at| Frame::Integer(at)),
-        }
-    })
+        found
+    }
 }
 
 fn lrem(exec: &mut Exec<'_>, args: &[Vec<u8>]) -> Reply {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::resp::Frame;
-use super::scripts::RobitScript;
+use super::script_cache::RobitScript;
 use super::session::{Next, Session};
 use super::{EPOCH, LockEvent, LockEventKind, Peer, RedisState};
 

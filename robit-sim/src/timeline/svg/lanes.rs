@@ -1,18 +1,15 @@
-//! The lanes: each client's waits, held intervals and point marks.
+//! The lanes: each client's waits and held intervals, the backend's grants and
+//! quarantines, and the point marks (`marks`) laid on them.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::{
-    ACCEPTED, BACKEND_LANE, CRASH, FAILED, GRANTED, HELD, LANE, LEFT, LOST, QUARANTINE, REJECTED,
-    RESTART, STALE, WAIT, escape, text_width,
-};
-use crate::EventKind;
+use super::marks::point_marks;
+use super::{BACKEND_LANE, GRANTED, HELD, LANE, LEFT, QUARANTINE, WAIT, escape, text_width};
 use crate::check::End;
 use crate::history::host_of;
-use crate::timeline::server::ServerGrant;
-use crate::timeline::{Timeline, describe, secs};
+use crate::timeline::backend_view::ServerGrant;
+use crate::timeline::{Timeline, secs};
 
 /// The lanes, top to bottom: each client's, then the backend's if it has one.
 pub(super) struct Lanes<'a> {
@@ -28,6 +25,20 @@ impl Lanes<'_> {
             .position(|lane| *lane == name)
             .map(|index| (index, self.top + index as f64 * LANE))
     }
+
+    /// The lanes a mark on `host` goes on: its own, or, for a host that runs several
+    /// mutexes, each of theirs.
+    pub(super) fn of(&self, host: &str) -> Vec<(usize, f64)> {
+        match self.get(host) {
+            Some(lane) => vec![lane],
+            None => self
+                .names
+                .iter()
+                .filter(|lane| host_of(lane) == host)
+                .filter_map(|lane| self.get(lane))
+                .collect(),
+        }
+    }
 }
 
 /// Each lane: its label, waits, held intervals, losses, crashes, restarts and writes.
@@ -39,17 +50,58 @@ pub(super) fn lanes_content(
     server: &[ServerGrant],
 ) {
     let mut content = vec![String::new(); lanes.names.len()];
-    if let Some((index, top)) = lanes.get(BACKEND_LANE)
-        && let Some(out) = content.get_mut(index)
-    {
+    if let Some((out, top)) = body(&mut content, lanes, BACKEND_LANE) {
         quarantine_bands(out, timeline, x, top);
         server_bars(out, timeline, x, server, top);
     }
+    wait_lines(&mut content, timeline, x, lanes);
+    held_bars(&mut content, timeline, x, lanes);
+    point_marks(&mut content, timeline, x, lanes);
+    for (&client, body) in lanes.names.iter().zip(content) {
+        lane_group(s, lanes, client, &body);
+    }
+}
+
+/// The body of lane `name`, out of `content`, and the y of its top edge.
+fn body<'c>(
+    content: &'c mut [String],
+    lanes: &Lanes<'_>,
+    name: &str,
+) -> Option<(&'c mut String, f64)> {
+    let (index, top) = lanes.get(name)?;
+    Some((content.get_mut(index)?, top))
+}
+
+/// A lane drawn: its label, then its body.
+fn lane_group(s: &mut String, lanes: &Lanes<'_>, client: &str, body: &str) {
+    let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
+    // The backend's lane is not a client's: it says whose it is another way.
+    let whose = if client == BACKEND_LANE {
+        "class=\"backend-lane\" data-host"
+    } else {
+        "class=\"lane\" data-client"
+    };
+    let _ = writeln!(
+        s,
+        "<g {whose}=\"{name}\">\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
+        LEFT - 8.0,
+        top + LANE / 2.0 + 4.0,
+        name = escape(client)
+    );
+    s.push_str(body);
+    s.push_str("</g>\n");
+}
+
+/// Each client's waits for the lock, as dashed lines across its lane.
+fn wait_lines(
+    content: &mut [String],
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
     for (client, start, stop) in timeline.waits() {
-        let Some((index, top)) = lanes.get(&client) else {
-            continue;
-        };
-        let Some(out) = content.get_mut(index) else {
+        let Some((out, top)) = body(content, lanes, &client) else {
             continue;
         };
         let _ = writeln!(
@@ -61,11 +113,17 @@ pub(super) fn lanes_content(
             mid = top + LANE / 2.0,
         );
     }
+}
+
+/// Each lease a client believed it held, as a bar on its lane.
+fn held_bars(
+    content: &mut [String],
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+) {
     for held in timeline.held() {
-        let Some((index, top)) = lanes.get(&held.client) else {
-            continue;
-        };
-        let Some(out) = content.get_mut(index) else {
+        let Some((out, top)) = body(content, lanes, &held.client) else {
             continue;
         };
         let how = match held.how {
@@ -88,70 +146,6 @@ pub(super) fn lanes_content(
         );
         let span = (x(held.start), x(held.end));
         bar(out, span, top, HELD, &title, &label);
-    }
-    // Marks that would land on the same pixel of a lane are drawn once (accepted writes,
-    // the densest, once per two pixels).
-    let mut drawn: BTreeSet<(usize, Mark, i64)> = BTreeSet::new();
-    // A host that runs several mutexes has a lane per mutex (`c1#2`): its crashes and
-    // restarts go on all of them, and a write on the lane of the mutex that sent it.
-    let mut writers: BTreeMap<u64, &str> = BTreeMap::new();
-    for event in &timeline.events {
-        let (client, mark) = match &event.kind {
-            EventKind::WriteSent { token, .. } => {
-                writers.insert(*token, &event.who);
-                continue;
-            }
-            EventKind::Lost { .. } => (event.who.as_str(), Mark::Lost),
-            EventKind::LockFailed { .. } => (event.who.as_str(), Mark::Failed),
-            EventKind::Crashed => (event.who.as_str(), Mark::Crash),
-            EventKind::Restarted => (event.who.as_str(), Mark::Restart),
-            EventKind::WriteAccepted { from, token } if timeline.writes => {
-                let mark = if timeline.grants.stale(*token, event.at) {
-                    Mark::StaleAccepted
-                } else {
-                    Mark::Accepted
-                };
-                (writers.get(token).copied().unwrap_or(from), mark)
-            }
-            EventKind::WriteRejected { from, token, .. } if timeline.writes => {
-                (writers.get(token).copied().unwrap_or(from), Mark::Rejected)
-            }
-            _ => continue,
-        };
-        if !timeline.shows(event.at) {
-            continue;
-        }
-        let targets: Vec<(usize, f64)> = match lanes.get(client) {
-            Some(lane) => vec![lane],
-            None => lanes
-                .names
-                .iter()
-                .filter(|lane| host_of(lane) == client)
-                .filter_map(|lane| lanes.get(lane))
-                .collect(),
-        };
-        for (index, top) in targets {
-            mark_lane(&mut content, &mut drawn, x, event, mark, (index, top));
-        }
-    }
-    for (&client, body) in lanes.names.iter().zip(content) {
-        let top = lanes.get(client).map_or(lanes.top, |(_, top)| top);
-        // The backend's lane is not a client's: it says whose it is another way.
-        let whose = if client == BACKEND_LANE {
-            "class=\"backend-lane\" data-host"
-        } else {
-            "class=\"lane\" data-client"
-        };
-        let _ = writeln!(
-            s,
-            "<g {whose}=\"{name}\">\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{name}</text>",
-            LEFT - 8.0,
-            top + LANE / 2.0 + 4.0,
-            name = escape(client)
-        );
-        s.push_str(&body);
-        s.push_str("</g>\n");
     }
 }
 
@@ -235,87 +229,4 @@ fn bar(
         );
     }
     out.push('\n');
-}
-
-/// The point marks on a lane.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Mark {
-    Lost,
-    Failed,
-    Crash,
-    Restart,
-    Accepted,
-    StaleAccepted,
-    Rejected,
-}
-
-/// Draws `mark` for `event` on lane `index` (top edge at `top`), once per pixel.
-fn mark_lane(
-    content: &mut [String],
-    drawn: &mut BTreeSet<(usize, Mark, i64)>,
-    x: &dyn Fn(Duration) -> f64,
-    event: &crate::Event,
-    mark: Mark,
-    (index, top): (usize, f64),
-) {
-    let at = x(event.at);
-    let pixel = if mark == Mark::Accepted { at / 2.0 } else { at };
-    if !drawn.insert((index, mark, pixel as i64)) {
-        return;
-    }
-    let Some(out) = content.get_mut(index) else {
-        return;
-    };
-    let title = escape(&format!("{}s {}", secs(event.at), describe(&event.kind)));
-    let bottom = top + LANE;
-    let _ = match mark {
-        Mark::Lost => writeln!(
-            out,
-            "<g><title>{title}</title><path d=\"M{:.1} {:.1}h10l-5 9z\" fill=\"{LOST}\"/>\
-                 <line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{LOST}\" \
-                 stroke-width=\"2\"/></g>",
-            at - 5.0,
-            top + 1.0,
-            top + 8.0,
-            top + 22.0
-        ),
-        Mark::Failed => writeln!(
-            out,
-            "<path d=\"M{at:.1} {:.1}l4 4l-4 4l-4 -4z\" fill=\"#ffffff\" stroke=\"{FAILED}\" \
-                 stroke-width=\"1.5\"><title>{title}</title></path>",
-            top + LANE / 2.0 - 4.0
-        ),
-        Mark::Crash => writeln!(
-            out,
-            "<path d=\"M{:.1} {:.1}l10 18m0 -18l-10 18\" stroke=\"{CRASH}\" stroke-width=\"2.5\">\
-                 <title>{title}</title></path>",
-            at - 5.0,
-            top + 6.0
-        ),
-        Mark::Restart => writeln!(
-            out,
-            "<path d=\"M{at:.1} {:.1}v14l9 -7z\" fill=\"{RESTART}\"><title>{title}</title></path>",
-            top + 8.0
-        ),
-        Mark::Accepted => writeln!(
-            out,
-            "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{ACCEPTED}\">\
-                 <title>{title}</title></line>",
-            bottom - 6.0,
-            bottom - 1.0
-        ),
-        Mark::StaleAccepted => writeln!(
-            out,
-            "<path d=\"M{:.1} {:.1}h8l-4 7z\" fill=\"{STALE}\"><title>STALE: {title}</title></path>",
-            at - 4.0,
-            bottom - 8.0
-        ),
-        Mark::Rejected => writeln!(
-            out,
-            "<line x1=\"{at:.1}\" y1=\"{:.1}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"{REJECTED}\" \
-                 stroke-width=\"2\"><title>{title}</title></line>",
-            top + 3.0,
-            bottom - 1.0
-        ),
-    };
 }

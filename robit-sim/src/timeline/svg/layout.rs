@@ -8,7 +8,7 @@ use super::lanes::Lanes;
 use super::overlay::{LEGEND_ROW, legend_rows};
 use super::{BACKEND_LANE, FAULT_ROW, LANE, LEFT, MAX_FAULT_ROWS, MAX_VIOLATIONS_LISTED, RIGHT};
 use super::{WIDTH, text_width};
-use crate::timeline::server::ServerGrant;
+use crate::timeline::backend_view::ServerGrant;
 use crate::timeline::{FaultWindow, Timeline};
 
 /// The time axis: where an instant goes across the plot.

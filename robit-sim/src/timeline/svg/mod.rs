@@ -10,6 +10,7 @@ use std::time::Duration;
 mod frame;
 mod lanes;
 mod layout;
+mod marks;
 mod overlay;
 #[cfg(test)]
 mod tests;

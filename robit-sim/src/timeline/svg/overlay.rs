@@ -8,6 +8,7 @@ use super::{
     ACCEPTED, CRASH, FAILED, FAULT, GRANTED, HELD, LANE, LEFT, LOST, MAX_VIOLATIONS_DRAWN,
     QUARANTINE, REJECTED, RESTART, RIGHT, STALE, VIOLATION, WAIT, WIDTH, escape, text_width,
 };
+use crate::Violation;
 use crate::timeline::Timeline;
 
 /// Violations: a red line at each one's first instant, a marker on each client's lane
@@ -53,25 +54,37 @@ pub(super) fn violations(
             );
             labels.push(at);
         }
-        for instant in violation
-            .instants
-            .iter()
-            .take(4)
-            .filter(|at| timeline.shows(**at))
-        {
-            for client in &violation.clients {
-                if let Some((_, top)) = lanes.get(client) {
-                    let _ = writeln!(
-                        s,
-                        "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" stroke=\"#ffffff\"><title>{title}</title></circle>",
-                        x(*instant),
-                        top + LANE / 2.0
-                    );
-                }
+        client_markers(s, timeline, x, lanes, violation, &title);
+    }
+    let _ = writeln!(s, "</g>");
+}
+
+/// A marker on each of `violation`'s clients' lanes at each of its first instants shown.
+fn client_markers(
+    s: &mut String,
+    timeline: &Timeline,
+    x: &dyn Fn(Duration) -> f64,
+    lanes: &Lanes<'_>,
+    violation: &Violation,
+    title: &str,
+) {
+    for instant in violation
+        .instants
+        .iter()
+        .take(4)
+        .filter(|at| timeline.shows(**at))
+    {
+        for client in &violation.clients {
+            if let Some((_, top)) = lanes.get(client) {
+                let _ = writeln!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"4\" stroke=\"#ffffff\"><title>{title}</title></circle>",
+                    x(*instant),
+                    top + LANE / 2.0
+                );
             }
         }
     }
-    let _ = writeln!(s, "</g>");
 }
 
 /// The legend: one swatch per kind of mark, in rows as wide as the drawing.
@@ -111,8 +124,19 @@ fn legend_places() -> Vec<(f64, usize)> {
     places
 }
 
-/// The legend's items: a label and its swatch.
-fn legend_items() -> [(&'static str, String); 13] {
+/// The legend's items, a label and its swatch each: the spans on a lane, the marks of
+/// what happened to a host and to a write, and what lies over and under the lanes.
+fn legend_items() -> Vec<(&'static str, String)> {
+    let mut items = Vec::new();
+    items.extend(span_swatches());
+    items.extend(host_mark_swatches());
+    items.extend(write_mark_swatches());
+    items.extend(band_swatches());
+    items
+}
+
+/// The spans on a lane: a lease held, a grant as the backend saw it, a wait.
+fn span_swatches() -> [(&'static str, String); 3] {
     [
         (
             "held (#n: nth grant)",
@@ -128,6 +152,12 @@ fn legend_items() -> [(&'static str, String); 13] {
                 "<line x2=\"18\" y1=\"-4\" y2=\"-4\" stroke=\"{WAIT}\" stroke-width=\"2\" stroke-dasharray=\"3 2\"/>"
             ),
         ),
+    ]
+}
+
+/// The marks of what happened to a lane's host.
+fn host_mark_swatches() -> [(&'static str, String); 4] {
+    [
         (
             "lock() failed",
             format!(
@@ -146,6 +176,12 @@ fn legend_items() -> [(&'static str, String); 13] {
             "restart",
             format!("<path d=\"M5 -10v10l8 -5z\" fill=\"{RESTART}\"/>"),
         ),
+    ]
+}
+
+/// The marks of what the storage did with a write.
+fn write_mark_swatches() -> [(&'static str, String); 3] {
+    [
         (
             "write accepted",
             format!(
@@ -162,6 +198,12 @@ fn legend_items() -> [(&'static str, String); 13] {
                 "<line x1=\"9\" x2=\"9\" y1=\"-11\" y2=\"0\" stroke=\"{REJECTED}\" stroke-width=\"2\"/>"
             ),
         ),
+    ]
+}
+
+/// What lies over and under the lanes: quarantines, fault windows, violations.
+fn band_swatches() -> [(&'static str, String); 3] {
+    [
         (
             "quarantine",
             format!(
