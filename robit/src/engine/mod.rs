@@ -200,7 +200,9 @@ impl Core {
         };
         let holds = self.next_hold.load(Ordering::Relaxed);
         let current = hold.as_ref().map(|hold| hold.id);
-        let idle_until = (state.watchdog).looked(current, now, holds, self.config.renew_period);
+        let idle_until = state
+            .watchdog
+            .looked(current, now, holds, self.config.renew_period);
         Duty {
             to_release: std::mem::take(&mut state.to_release),
             exit: state.closed,

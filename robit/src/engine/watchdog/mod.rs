@@ -20,15 +20,15 @@
 //! the mutex and its guards is gone; it exits then, after handing any lease still to be
 //! released to a release task of its own.
 
+mod bookkeeping;
+mod hold_watch;
+mod wake;
+
 use std::sync::Arc;
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::Instrument;
-
-mod bookkeeping;
-mod hold_watch;
-mod wake;
 
 pub(crate) use self::bookkeeping::{Bookkeeping, Started};
 use self::hold_watch::watch;
