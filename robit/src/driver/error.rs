@@ -79,6 +79,19 @@ impl DriverError {
         }
     }
 
+    /// A copy for another caller the same failure reached (the callers of one batch):
+    /// the same kind and words; a source, which cannot be copied, as its words.
+    pub(crate) fn share(&self) -> Self {
+        match self {
+            Self::Unavailable { source } => Self::unavailable(source.to_string()),
+            Self::Timeout(limit) => Self::Timeout(*limit),
+            Self::Rejected { reason, source } => Self::Rejected {
+                reason: reason.clone(),
+                source: source.as_ref().map(|source| source.to_string().into()),
+            },
+        }
+    }
+
     /// Whether retrying the same request later can succeed.
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Unavailable { .. } | Self::Timeout(_))

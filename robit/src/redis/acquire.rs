@@ -56,7 +56,7 @@ impl<C: Connector> RedisDriver<C> {
         let current = inner.connection().await?;
         args.server = current.identity.as_bytes();
         let call = ScriptCall::new(&args, keys.call_bytes(&inner.settings.channel));
-        let (answer, acked) = inner.run_acked_on(current, &call).await?;
+        let (answer, acked) = inner.run_acked_on(current, call).await?;
         // A grant that created the namespace in cluster mode starts creating its
         // buckets before the namespace counts as seen, so that no acquire of this driver
         // takes a bucket not reached yet for a lost one.

@@ -119,7 +119,7 @@ impl<C: Connector> Lease for RedisLease<C> {
         let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
         let sent = Instant::now();
         let current = self.inner.connection().await?;
-        let (renewed, acked): (i64, _) = self.inner.run_acked_on(current, &call).await?;
+        let (renewed, acked): (i64, _) = self.inner.run_acked_on(current, call).await?;
         if renewed == 1 {
             *self.ours_until() = sent + ttl + self.lock_delay;
             // Renewed on the primary, but not counted without its replicas.
@@ -134,7 +134,13 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn release(&self) -> Result<(), DriverError> {
         let call = self.release_call(None);
-        let released = self.inner.run::<Freed>(&call);
+        // A release that wakes a waiter of this process as it goes out goes out at once.
+        let call = if self.next.is_some() {
+            call.alone()
+        } else {
+            call
+        };
+        let released = self.inner.run_batched::<Freed>(call);
         self.inner.dispatcher.freeing(released, self.next).await?;
         Ok(())
     }
@@ -167,7 +173,7 @@ impl<C: Connector> RedisLease<C> {
     pub(super) async fn give_back(&self, waiter: Option<&Waiter>) -> Result<(), DriverError> {
         let waiter = waiter.map(WaiterArgs::new);
         self.inner
-            .run::<Freed>(&self.release_call(Some(waiter.as_ref())))
+            .run_batched::<Freed>(self.release_call(Some(waiter.as_ref())))
             .await
             .map(drop)
     }

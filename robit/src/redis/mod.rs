@@ -93,8 +93,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use self::config::{
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_NAMESPACE,
-    DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_HANDOFF_WINDOW, DEFAULT_MAX_BATCH,
+    DEFAULT_NAMESPACE, DEFAULT_QUARANTINE, RedisConfigError, RedisDriverBuilder,
 };
 pub use self::redlock::{MIN_QUORUM_SERVERS, QuorumStats, RedlockDriver, RedlockDriverBuilder};
 #[doc(hidden)]
@@ -145,6 +145,8 @@ struct Inner<C: Connector> {
     sweeping: AtomicBool,
     connecting: tokio::sync::Mutex<()>,
     dispatcher: Arc<Dispatcher>,
+    /// Calls that wait to go out with others of their kind.
+    batches: transport::batch::Batches,
     quarantine_log: QuarantineLog,
     namespace: Namespace,
 }
@@ -181,6 +183,7 @@ impl<C: Connector> RedisDriver<C> {
                 sweeping: AtomicBool::new(false),
                 connecting: tokio::sync::Mutex::new(()),
                 dispatcher: Arc::default(),
+                batches: transport::batch::Batches::default(),
                 quarantine_log: QuarantineLog::default(),
                 namespace,
             }),

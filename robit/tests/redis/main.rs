@@ -5,6 +5,8 @@
 #[cfg(feature = "redis")]
 mod api;
 #[cfg(feature = "redis")]
+mod batching;
+#[cfg(feature = "redis")]
 mod buckets;
 #[cfg(feature = "redis")]
 #[allow(clippy::print_stderr)]

@@ -89,6 +89,9 @@ impl ConnectionLike for Wire {
             script_sources::RELEASE,
             script_sources::WITHDRAW,
             script_sources::INSPECT,
+            script_sources::ACQUIRE_MANY,
+            script_sources::RENEW_MANY,
+            script_sources::RELEASE_MANY,
         ];
         let expected: Vec<Vec<u8>> = sources
             .iter()

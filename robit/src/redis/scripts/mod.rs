@@ -62,19 +62,55 @@ pub mod sources {
     pub const RAISE: &str = concat!(include_str!("common.lua"), include_str!("raise.lua"));
     /// Create: a new namespace's fencing counter in one bucket, in cluster mode.
     pub const CREATE: &str = include_str!("create.lua");
+    /// Acquire, for many callers at once (`redis/transport/batch.rs`): acquire's code as
+    /// a function of its keys and arguments, run for each item, and a quicker grant for
+    /// the uncontended ones, which share one reading of the clock and of the counter.
+    pub const ACQUIRE_MANY: &str = concat!(
+        include_str!("common.lua"),
+        include_str!("many.lua"),
+        "local function acquire_one(KEYS, ARGV)\n",
+        include_str!("acquire.lua"),
+        include_str!("acquire_rest.lua"),
+        "end\n",
+        include_str!("acquire_many.lua")
+    );
+    /// Renew, for many grants at once: renew's code run for each item.
+    pub const RENEW_MANY: &str = concat!(
+        include_str!("common.lua"),
+        include_str!("many.lua"),
+        "local function renew_one(KEYS, ARGV)\n",
+        include_str!("renew.lua"),
+        "end\n",
+        include_str!("renew_many.lua")
+    );
+    /// Release, for many grants at once: release's code run for each item.
+    pub const RELEASE_MANY: &str = concat!(
+        include_str!("common.lua"),
+        include_str!("many.lua"),
+        "local function release_one(KEYS, ARGV)\n",
+        include_str!("release.lua"),
+        include_str!("release_rest.lua"),
+        "end\n",
+        include_str!("release_many.lua")
+    );
 }
 
-/// A script: its text, and its hash (a `redis::Script`, made on first use).
+/// A script: its name, its text, and its hash (a `redis::Script`, made on first use);
+/// and for acquire, renew and release, the script that runs many of their calls in one.
 pub(super) struct Lua {
+    name: &'static str,
     source: &'static str,
     script: OnceLock<Script>,
+    many: Option<&'static Lua>,
 }
 
 impl Lua {
-    const fn new(source: &'static str) -> Self {
+    const fn new(name: &'static str, source: &'static str, many: Option<&'static Lua>) -> Self {
         Self {
+            name,
             source,
             script: OnceLock::new(),
+            many,
         }
     }
 
@@ -89,13 +125,16 @@ impl Lua {
     }
 }
 
-pub(super) static ACQUIRE: Lua = Lua::new(sources::ACQUIRE);
-pub(super) static RENEW: Lua = Lua::new(sources::RENEW);
-pub(super) static RELEASE: Lua = Lua::new(sources::RELEASE);
-pub(super) static WITHDRAW: Lua = Lua::new(sources::WITHDRAW);
-pub(super) static INSPECT: Lua = Lua::new(sources::INSPECT);
-pub(super) static RAISE: Lua = Lua::new(sources::RAISE);
-pub(super) static CREATE: Lua = Lua::new(sources::CREATE);
+pub(super) static ACQUIRE: Lua = Lua::new("acquire", sources::ACQUIRE, Some(&ACQUIRE_MANY));
+pub(super) static RENEW: Lua = Lua::new("renew", sources::RENEW, Some(&RENEW_MANY));
+pub(super) static RELEASE: Lua = Lua::new("release", sources::RELEASE, Some(&RELEASE_MANY));
+pub(super) static WITHDRAW: Lua = Lua::new("withdraw", sources::WITHDRAW, None);
+pub(super) static INSPECT: Lua = Lua::new("inspect", sources::INSPECT, None);
+pub(super) static RAISE: Lua = Lua::new("raise", sources::RAISE, None);
+pub(super) static CREATE: Lua = Lua::new("create", sources::CREATE, None);
+static ACQUIRE_MANY: Lua = Lua::new("acquire_many", sources::ACQUIRE_MANY, None);
+static RENEW_MANY: Lua = Lua::new("renew_many", sources::RENEW_MANY, None);
+static RELEASE_MANY: Lua = Lua::new("release_many", sources::RELEASE_MANY, None);
 
 /// Adds `SCRIPT LOAD` of every script to `pipe`: a new connection loads them all in one
 /// round trip, so that no call on it meets NOSCRIPT unless the server loses its scripts
@@ -109,6 +148,9 @@ pub(super) fn load_all(pipe: &mut redis::Pipeline) {
         sources::RELEASE,
         sources::WITHDRAW,
         sources::INSPECT,
+        sources::ACQUIRE_MANY,
+        sources::RENEW_MANY,
+        sources::RELEASE_MANY,
     ] {
         pipe.cmd("SCRIPT").arg("LOAD").arg(source);
     }
@@ -119,10 +161,14 @@ pub(super) fn load_all(pipe: &mut redis::Pipeline) {
 pub(super) struct ScriptCall {
     script: &'static Lua,
     command: Cmd,
+    /// How many keys the call has.
+    keys: usize,
     /// Keys still to be written, as the arguments' type declares them.
     keys_left: usize,
     /// Arguments written so far.
     args: usize,
+    /// Sent on its own even when others of its script are in flight.
+    alone: bool,
 }
 
 impl ScriptCall {
@@ -141,8 +187,10 @@ impl ScriptCall {
         let mut call = Self {
             script,
             command,
+            keys,
             keys_left: keys,
             args: 0,
+            alone: false,
         };
         args.write(&mut call);
         debug_assert_eq!(call.keys_left, 0, "fewer keys than {:?}", A::KEYS);
@@ -157,16 +205,8 @@ impl ScriptCall {
 
     /// The bytes of the call's keys and arguments, as [`new`](Self::new)'s `bytes` counts
     /// them.
-    #[cfg(test)]
     pub(super) fn bytes(&self) -> usize {
-        self.command
-            .args_iter()
-            .skip(3)
-            .map(|arg| match arg {
-                redis::Arg::Simple(bytes) => bytes.len(),
-                _ => 0,
-            })
-            .sum()
+        self.keys_and_args().map(<[u8]>::len).sum()
     }
 
     /// How many arguments (not keys) the call has.
@@ -180,6 +220,70 @@ impl ScriptCall {
     #[cfg(test)]
     pub(super) fn words(&self) -> Vec<Vec<u8>> {
         words(&self.command)
+    }
+
+    /// The call, to be sent on its own even when others of its script are in flight: a
+    /// release that wakes a waiter of this process as soon as it is sent.
+    pub(super) fn alone(mut self) -> Self {
+        self.alone = true;
+        self
+    }
+
+    /// The script that runs many calls of this one's in one, if the call may go out
+    /// with others.
+    pub(super) fn many(&self) -> Option<&'static Lua> {
+        self.script.many.filter(|_| !self.alone)
+    }
+
+    /// The script's name.
+    pub(super) fn script_name(&self) -> &'static str {
+        self.script.name
+    }
+
+    /// The call's first key.
+    pub(super) fn first_key(&self) -> &[u8] {
+        self.keys_and_args().next().unwrap_or_default()
+    }
+
+    /// The call's keys, then its arguments.
+    fn keys_and_args(&self) -> impl Iterator<Item = &[u8]> {
+        self.command.args_iter().skip(3).map(|arg| match arg {
+            redis::Arg::Simple(bytes) => bytes,
+            _ => &[][..],
+        })
+    }
+
+    /// One call of `many` that runs every one of `calls` (calls of one script, whose
+    /// batch script `many` is): their keys, then each one's number of arguments and its
+    /// arguments (scripts/many.lua).
+    pub(super) fn batch(many: &'static Lua, calls: &[&ScriptCall]) -> Self {
+        let keys: usize = calls.iter().map(|call| call.keys).sum();
+        let bytes: usize = calls.iter().map(|call| call.bytes() + 4).sum();
+        let hash = many.script().get_hash();
+        let mut command =
+            Cmd::with_capacity(3 + keys + calls.len() * 13, 7 + hash.len() + 4 + bytes);
+        command.arg("EVALSHA").arg(hash).arg(keys);
+        for call in calls {
+            for key in call.keys_and_args().take(call.keys) {
+                command.arg(key);
+            }
+        }
+        let mut args = 0;
+        for call in calls {
+            command.arg(call.args);
+            for arg in call.keys_and_args().skip(call.keys) {
+                command.arg(arg);
+            }
+            args += call.args + 1;
+        }
+        Self {
+            script: many,
+            command,
+            keys,
+            keys_left: 0,
+            args,
+            alone: true,
+        }
     }
 
     /// Appends a key: `KEYS[i]` in the script. All keys come before any argument.
@@ -210,16 +314,18 @@ impl ScriptCall {
         connection: &mut impl ConnectionLike,
         in_full: bool,
     ) -> RedisResult<T> {
-        match self.command.query_async(connection).await {
+        let answer = match query(&self.command, connection).await {
             Err(err) if err.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 if in_full {
-                    return self.in_full().query_async(connection).await;
+                    query(&self.in_full(), connection).await
+                } else {
+                    self.script.script().load_async(connection).await?;
+                    query(&self.command, connection).await
                 }
-                self.script.script().load_async(connection).await?;
-                self.command.query_async(connection).await
             }
             answer => answer,
-        }
+        };
+        Ok(T::from_redis_value(answer?)?)
     }
 
     /// The call as `EVAL <script text> …`, with the same keys and arguments.
@@ -292,7 +398,22 @@ pub(super) async fn replies(
 ) -> RedisResult<Vec<RedisResult<Value>>> {
     pipe.ignore_errors();
     let values: Vec<Value> = pipe.query_async(connection).await?;
-    Ok(values.into_iter().map(Value::extract_error).collect())
+    Ok(values.into_iter().map(top_error).collect())
+}
+
+/// Sends `command` and answers its reply as it came: an error only if the reply is one,
+/// not if an item of it is (a batch's answer holds each item's error in its place,
+/// where `Cmd::query_async` would make any of them the whole reply's).
+async fn query(command: &Cmd, connection: &mut impl ConnectionLike) -> RedisResult<Value> {
+    top_error(connection.req_packed_command(command).await?)
+}
+
+/// `value`, or the error it is, if it is one (not looking inside it).
+fn top_error(value: Value) -> RedisResult<Value> {
+    match value {
+        Value::ServerError(err) => Err(err.into()),
+        value => Ok(value),
+    }
 }
 
 /// Each word of `command`, as bytes.

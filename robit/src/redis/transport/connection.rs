@@ -2,12 +2,13 @@
 //! breaks, and every command on it bounded by the command timeout.
 
 use std::sync::atomic::Ordering;
-use std::sync::{MutexGuard, PoisonError};
+use std::sync::{Arc, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use redis::FromRedisValue;
+use redis::{FromRedisValue, Value};
 
 use super::Connector;
+use super::batch::Answered;
 use crate::driver::DriverError;
 use crate::millis::Millis;
 use crate::redis::scripts::{self, ScriptCall};
@@ -32,6 +33,13 @@ pub(in crate::redis) struct Current<T> {
     /// What the acquire sends for its server's identity: `Identity::ASK`, the script
     /// reads it; `Identity::OFF` when failover detection is off.
     pub(in crate::redis) identity: Identity,
+}
+
+impl<T> Current<T> {
+    /// Which connection this is: they are counted.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation
+    }
 }
 
 impl<C: Connector> Inner<C> {
@@ -143,7 +151,7 @@ impl<C: Connector> Inner<C> {
     /// Classifies a failure, and drops a broken connection so the next command gets a
     /// fresh one. So too a connection to a server that has become a replica (READONLY):
     /// the next one may reach the new primary.
-    fn failed(&self, generation: u64, err: redis::RedisError) -> DriverError {
+    pub(super) fn failed(&self, generation: u64, err: redis::RedisError) -> DriverError {
         if error::breaks_connection(&err) || matches!(err.code(), Some("READONLY" | "UNBLOCKED")) {
             self.replace(generation);
         }
@@ -212,15 +220,49 @@ impl<C: Connector> Inner<C> {
         .await
     }
 
-    /// [`run_on`](Self::run_on), followed in the same round trip by a `WAIT` for the
+    /// Runs a call of acquire or renew — with others of its script, if some are in
+    /// flight (`batch.rs`) — followed in the same round trip by a `WAIT` for the
     /// replicas the settings ask for. Answers the script's answer and whether enough
     /// replicas acknowledged it (always, when none must): if not, the error that says so.
     pub(in crate::redis) async fn run_acked_on<T: FromRedisValue>(
+        self: &Arc<Self>,
+        current: Current<C::Connection>,
+        call: ScriptCall,
+    ) -> Result<(T, Result<(), DriverError>), DriverError> {
+        let (answer, acked) = self.send(current, call, true).await?;
+        Ok((self.parse(answer)?, acked))
+    }
+
+    /// Runs a call of release, with others of its script if some are in flight.
+    pub(in crate::redis) async fn run_batched<T: FromRedisValue>(
+        self: &Arc<Self>,
+        call: ScriptCall,
+    ) -> Result<T, DriverError> {
+        let current = self.connection().await?;
+        let (answer, _) = self.send(current, call, false).await?;
+        self.parse(answer)
+    }
+
+    /// A script's answer as `T`, or the error that says it was not one.
+    fn parse<T: FromRedisValue>(&self, answer: Value) -> Result<T, DriverError> {
+        T::from_redis_value(answer).map_err(|err| {
+            error::classify(
+                err.into(),
+                self.settings.command_timeout,
+                &self.connector.describe(),
+            )
+        })
+    }
+
+    /// Sends `call` on its own on `current`, followed, if `acked`, by a `WAIT` for the
+    /// replicas the settings ask for.
+    pub(super) async fn send_alone(
         &self,
         current: Current<C::Connection>,
         call: &ScriptCall,
-    ) -> Result<(T, Result<(), DriverError>), DriverError> {
-        let Some(acks) = self.settings.replica_acks else {
+        acked: bool,
+    ) -> Result<Answered, DriverError> {
+        let Some(acks) = self.settings.replica_acks.filter(|_| acked) else {
             return Ok((self.run_on(current, call).await?, Ok(())));
         };
         let (generation, in_full) = (current.generation, self.settings.spread);

@@ -1,0 +1,107 @@
+-- Acquire, for many callers at once: each item is one acquire.lua call. The grants that
+-- find their lock free and the namespace's counter theirs to issue from take their
+-- tokens here, in order, from one reading of the clock and of the counter, which is
+-- written back once at the end; every other item runs acquire.lua's whole code.
+-- KEYS  item i's lock, queue, fence and quarantine: acquire.lua's KEYS[1] to KEYS[4]
+-- ARGV  item by item: its number of arguments, then acquire.lua's ARGV for it
+-- Returns one answer per item, in order: what acquire.lua answers it, or its error.
+local t = redis.call('TIME')
+local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+local clock_token = tonumber(micros)
+
+-- The server's identity, as acquire.lua reads it for an item that asks ('*'): once.
+local here
+local function identity()
+  if not here then
+    local info = redis.call('INFO', 'server', 'replication')
+    local run = string.match(info, 'run_id:(%x+)')
+    local replication = string.match(info, 'master_replid:(%x+)')
+    if not run or not replication then
+      -- acquire.lua answers the item with the error that says so.
+      return '*'
+    end
+    here = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+  end
+  return here
+end
+
+-- The fencing counters read, by key: {last = the last token issued, server = the
+-- identity it ends with, written = whether a token was issued here since}, or false
+-- when acquire.lua's whole code must read it (missing, marked, another server's).
+-- `read`: their keys in the order first read, for writing back.
+local counters, read = {}, {}
+
+local function counter(key, server)
+  local known = counters[key]
+  if known == nil then
+    known = false
+    local value = redis.call('GET', key)
+    if value and string.sub(value, #value - #server + 1) == server then
+      local digits = string.sub(value, 1, #value - #server)
+      if string.match(digits, '^%d+$') then
+        known = {last = tonumber(digits), server = server, written = false}
+      end
+    end
+    counters[key] = known
+    read[#read + 1] = key
+  end
+  if known and known.server ~= server then
+    return false
+  end
+  return known
+end
+
+-- Writes the counter at `key` back, if a token was issued from it here.
+local function write_back(key)
+  local known = counters[key]
+  if known and known.written then
+    redis.call('SET', key, string.format('%d', known.last) .. known.server)
+    known.written = false
+  end
+end
+
+-- The uncontended grant, as acquire.lua's first lines make it, with the next token of
+-- the counter as read here; nil when the item needs acquire.lua's whole code: a lock
+-- already taken, a waiter that may be queued, a lock-delay or a quorum's proposal, a
+-- counter that is not plainly this server's.
+local function quick(keys, argv)
+  if argv[10] == '1' or argv[12] then
+    return nil
+  end
+  local known = counter(keys[3], argv[11])
+  if not known then
+    return nil
+  end
+  local token = math.max(clock_token, known.last + 1)
+  local text = string.format('%d', token)
+  local mine = argv[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. argv[2] .. '@' .. text
+  if redis.call('SET', keys[1], mine, 'NX', 'PX', argv[2], 'GET') then
+    return nil
+  end
+  known.last, known.written = token, true
+  return {1, token, ''}
+end
+
+local function acquire(keys, argv)
+  if argv[11] == '*' then
+    argv[11] = identity()
+  end
+  local answer = quick(keys, argv)
+  if answer then
+    return answer
+  end
+  -- acquire.lua reads and writes the counter itself: give it the counter as it stands,
+  -- and read it again after.
+  write_back(keys[3])
+  counters[keys[3]] = nil
+  return acquire_one(keys, argv)
+end
+
+local answers = {}
+for i, keys, argv in items(4) do
+  answers[i] = answer_of(acquire, keys, argv)
+end
+for _, key in ipairs(read) do
+  write_back(key)
+end
+return answers

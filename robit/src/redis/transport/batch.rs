@@ -1,0 +1,348 @@
+//! Natural batching: calls of one script that arrive while another of that script is in
+//! flight wait, and go out together, as one call of the script's batch script.
+//!
+//! Acquire, renew and release each have a batch script (`scripts/*_many.lua`) that runs
+//! many of their calls in one: the server pays a script call's overhead once for all of
+//! them, where it costs more than the work of an uncontended acquire. A call that finds
+//! nothing of its script in flight goes out at once, on its own, so that a lone caller
+//! waits no longer than without batching. While it is in flight, others queue in its
+//! lane (its script, and in cluster mode its hash tag: one batch's keys all live on one
+//! node); when it is answered, a task of the driver sends what queued, a batch at a
+//! time, until the lane is empty. A batch is capped at the driver's `max_batch` calls
+//! and [`MAX_BATCH_BYTES`] bytes, so that one never holds the server for long.
+//!
+//! Each caller's answer is its own: the batch script answers every item in its place,
+//! an item's error included (one bad request fails only its caller), and a failure of
+//! the whole call reaches every caller in it. A caller waits at most the command timeout
+//! from when it queued: its validity counts from before it queued, so the wait costs it
+//! time, never safety.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
+
+use redis::Value;
+use tokio::sync::oneshot;
+
+use super::Connector;
+use super::connection::Current;
+use crate::driver::DriverError;
+use crate::redis::Inner;
+use crate::redis::scripts::{Lua, ScriptCall};
+
+/// At most this many bytes of keys and arguments go out in one batch (a call larger on
+/// its own still goes, alone).
+pub(in crate::redis) const MAX_BATCH_BYTES: usize = 128 * 1024;
+
+/// What a call answered: the script's answer, and whether enough replicas acknowledged
+/// it (always, when none must).
+pub(in crate::redis) type Answered = (Value, Result<(), DriverError>);
+
+/// The driver's lanes, by script and hash tag.
+#[derive(Default)]
+pub(in crate::redis) struct Batches {
+    lanes: StdMutex<BTreeMap<&'static str, BTreeMap<Vec<u8>, Lane>>>,
+}
+
+/// Calls of one script on one hash tag: whether one is in flight, and those that wait.
+#[derive(Default)]
+struct Lane {
+    in_flight: bool,
+    waiting: VecDeque<Waiting>,
+}
+
+/// A queued call, and where its answer goes.
+struct Waiting {
+    call: ScriptCall,
+    answer: oneshot::Sender<Result<Answered, DriverError>>,
+}
+
+/// Where a call stands in its lane.
+enum Joined {
+    /// Nothing was in flight: the call goes out now.
+    Lead(ScriptCall),
+    /// It waits for the batch it will go out in.
+    Queued(oneshot::Receiver<Result<Answered, DriverError>>),
+}
+
+/// Which lane: the script, and the hash tag of the call's keys.
+#[derive(Clone)]
+struct LaneId {
+    script: &'static str,
+    tag: Vec<u8>,
+}
+
+impl LaneId {
+    fn of(call: &ScriptCall) -> Self {
+        Self {
+            script: call.script_name(),
+            tag: hash_tag(call.first_key()).to_vec(),
+        }
+    }
+}
+
+/// The part of `key` that picks its cluster slot: what its first `{…}` holds, if that
+/// is not empty, else the whole key (Redis Cluster's rule).
+fn hash_tag(key: &[u8]) -> &[u8] {
+    let Some(open) = key.iter().position(|&byte| byte == b'{') else {
+        return key;
+    };
+    match key[open + 1..].iter().position(|&byte| byte == b'}') {
+        Some(len) if len > 0 => &key[open + 1..open + 1 + len],
+        _ => key,
+    }
+}
+
+impl Batches {
+    fn lanes(&self) -> MutexGuard<'_, BTreeMap<&'static str, BTreeMap<Vec<u8>, Lane>>> {
+        self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Puts `call` in its lane: to go out now, if nothing there is in flight, or to wait.
+    fn join(&self, lane: &LaneId, call: ScriptCall) -> Joined {
+        let mut lanes = self.lanes();
+        let tags = lanes.entry(lane.script).or_default();
+        let lane = match tags.get_mut(lane.tag.as_slice()) {
+            Some(found) => found,
+            None => tags.entry(lane.tag.clone()).or_default(),
+        };
+        if !lane.in_flight {
+            lane.in_flight = true;
+            return Joined::Lead(call);
+        }
+        let (answer, receiver) = oneshot::channel();
+        lane.waiting.push_back(Waiting { call, answer });
+        Joined::Queued(receiver)
+    }
+
+    /// The call in flight in `lane` was answered: whether others wait (the lane stays in
+    /// flight for them), or the lane is free.
+    fn answered(&self, lane: &LaneId) -> bool {
+        self.next(lane, 0).is_some()
+    }
+
+    /// The next batch of `lane`: up to `max` of its waiting calls whose callers still
+    /// wait, and up to [`MAX_BATCH_BYTES`]; `None`, freeing the lane, when none waits.
+    /// With `max` 0, takes none, and answers whether any waits.
+    fn next(&self, lane: &LaneId, max: usize) -> Option<Vec<Waiting>> {
+        let mut lanes = self.lanes();
+        let found = lanes
+            .get_mut(lane.script)
+            .and_then(|tags| tags.get_mut(lane.tag.as_slice()))?;
+        found.waiting.retain(|waiting| !waiting.answer.is_closed());
+        if found.waiting.is_empty() {
+            found.in_flight = false;
+            return None;
+        }
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < max
+            && let Some(waiting) = found.waiting.front()
+        {
+            let size = waiting.call.bytes();
+            if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+                break;
+            }
+            bytes += size;
+            batch.extend(found.waiting.pop_front());
+        }
+        Some(batch)
+    }
+
+    /// Frees `lane`, failing every call that waits in it: nothing can send them.
+    fn abandon(&self, lane: &LaneId) {
+        while self.next(lane, usize::MAX).is_some() {}
+    }
+}
+
+/// The lead call of a lane, in flight: when it ends (answered or abandoned), a task
+/// sends what queued behind it.
+struct Lead<'a, C: Connector> {
+    inner: &'a Arc<Inner<C>>,
+    lane: LaneId,
+    many: &'static Lua,
+    acked: bool,
+}
+
+impl<C: Connector> Drop for Lead<'_, C> {
+    fn drop(&mut self) {
+        if !self.inner.batches.answered(&self.lane) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.inner.batches.abandon(&self.lane);
+            return;
+        };
+        let inner = Arc::clone(self.inner);
+        let (lane, many, acked) = (self.lane.clone(), self.many, self.acked);
+        runtime.spawn(async move { inner.drain(&lane, many, acked).await });
+    }
+}
+
+impl<C: Connector> Inner<C> {
+    /// Sends `call` (obtained with `current`), with `WAIT` for replicas if `acked`: on
+    /// its own if nothing of its lane is in flight or it cannot go out with others, or
+    /// else in the batch it queues for.
+    pub(in crate::redis) async fn send(
+        self: &Arc<Self>,
+        current: Current<C::Connection>,
+        call: ScriptCall,
+        acked: bool,
+    ) -> Result<Answered, DriverError> {
+        let Some(many) = call.many().filter(|_| self.settings.max_batch > 1) else {
+            return self.send_alone(current, &call, acked).await;
+        };
+        let lane = LaneId::of(&call);
+        match self.batches.join(&lane, call) {
+            Joined::Lead(call) => {
+                let _lead = Lead {
+                    inner: self,
+                    lane,
+                    many,
+                    acked,
+                };
+                self.send_alone(current, &call, acked).await
+            }
+            Joined::Queued(answer) => {
+                let limit = self.settings.command_timeout;
+                match tokio::time::timeout(limit, answer).await {
+                    Ok(Ok(answer)) => answer,
+                    Ok(Err(_)) => Err(DriverError::unavailable(
+                        "the call's batch was dropped unsent: the runtime is shutting down",
+                    )),
+                    Err(_) => Err(DriverError::Timeout(limit)),
+                }
+            }
+        }
+    }
+
+    /// Sends what waits in `lane`, a batch at a time, until none waits.
+    async fn drain(&self, lane: &LaneId, many: &'static Lua, acked: bool) {
+        while let Some(batch) = self.batches.next(lane, self.settings.max_batch) {
+            self.send_batch(batch, many, acked).await;
+        }
+    }
+
+    /// Sends `batch` as one call and gives each caller its answer.
+    async fn send_batch(&self, batch: Vec<Waiting>, many: &'static Lua, acked: bool) {
+        let calls: Vec<&ScriptCall> = batch.iter().map(|waiting| &waiting.call).collect();
+        let sent = match self.connection().await {
+            Ok(current) => {
+                let generation = current.generation();
+                let answered = match calls.as_slice() {
+                    [call] => self.send_alone(current, call, acked).await,
+                    _ => {
+                        let call = ScriptCall::batch(many, &calls);
+                        self.send_alone(current, &call, acked).await
+                    }
+                };
+                answered.map(|answered| (generation, answered))
+            }
+            Err(err) => Err(err),
+        };
+        let single = batch.len() == 1;
+        match sent {
+            Ok((generation, (value, acks))) => {
+                let items = if single {
+                    vec![Ok(value)]
+                } else {
+                    self.items(value, batch.len(), generation)
+                };
+                for (waiting, item) in batch.into_iter().zip(items) {
+                    let acks = acks.as_ref().copied().map_err(DriverError::share);
+                    let _ = waiting.answer.send(item.map(|value| (value, acks)));
+                }
+            }
+            Err(err) => {
+                for waiting in batch {
+                    let _ = waiting.answer.send(Err(err.share()));
+                }
+            }
+        }
+    }
+
+    /// A batch's answer, item by item: each item's answer, or its own error.
+    fn items(
+        &self,
+        value: Value,
+        count: usize,
+        generation: u64,
+    ) -> Vec<Result<Value, DriverError>> {
+        match value {
+            Value::Array(items) if items.len() == count => items
+                .into_iter()
+                .map(|item| match item {
+                    Value::ServerError(err) => Err(self.failed(generation, err.into())),
+                    item => Ok(item),
+                })
+                .collect(),
+            other => {
+                let err = DriverError::rejected(format!(
+                    "a batch of {count} calls was answered {other:?}, not one answer each"
+                ));
+                (0..count).map(|_| Err(err.share())).collect()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::redis::RedisDriver;
+
+    fn reply(resp: &[u8]) -> Value {
+        redis::parse_redis_value(resp).unwrap()
+    }
+
+    #[test]
+    fn each_item_of_a_batch_s_answer_goes_to_its_own_caller_its_error_included() {
+        let driver = RedisDriver::builder("redis://localhost").build().unwrap();
+        let answer = reply(b"*3\r\n:1\r\n-WRONGTYPE not a lock\r\n:0\r\n");
+        let items = driver.inner.items(answer, 3, 0);
+        assert!(matches!(items[0], Ok(Value::Int(1))), "{items:?}");
+        assert!(
+            matches!(&items[1], Err(DriverError::Rejected { reason, .. }) if reason.contains("WRONGTYPE")),
+            "{items:?}"
+        );
+        assert!(matches!(items[2], Ok(Value::Int(0))), "{items:?}");
+    }
+
+    #[test]
+    fn a_batch_answered_with_anything_but_one_answer_per_call_fails_every_call() {
+        let driver = RedisDriver::builder("redis://localhost").build().unwrap();
+        for answer in [reply(b":1\r\n"), reply(b"*2\r\n:1\r\n:1\r\n")] {
+            let items = driver.inner.items(answer, 3, 0);
+            assert_eq!(items.len(), 3);
+            for item in items {
+                assert!(
+                    matches!(item, Err(DriverError::Rejected { .. })),
+                    "{item:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_shared_error_keeps_its_kind_and_its_words() {
+        let limit = std::time::Duration::from_millis(5);
+        assert!(
+            matches!(DriverError::Timeout(limit).share(), DriverError::Timeout(l) if l == limit)
+        );
+        let refused = DriverError::unavailable(std::io::Error::other("refused"));
+        let shared = refused.share();
+        assert!(shared.is_transient());
+        assert_eq!(shared.to_string(), refused.to_string());
+        let rejected = DriverError::rejected("NOPERM").share();
+        assert!(!rejected.is_transient());
+        assert!(rejected.to_string().contains("NOPERM"));
+    }
+
+    #[test]
+    fn a_key_s_hash_tag_is_what_its_first_braces_hold_unless_they_hold_nothing() {
+        assert_eq!(hash_tag(b"{robit}:lock:a"), b"robit");
+        assert_eq!(hash_tag(b"x{a}{b}"), b"a");
+        assert_eq!(hash_tag(b"{}:lock:{a}"), b"{}:lock:{a}");
+        assert_eq!(hash_tag(b"no-braces"), b"no-braces");
+        assert_eq!(hash_tag(b"{open"), b"{open");
+    }
+}

@@ -1,0 +1,193 @@
+//! Natural batching on one server: calls of one kind made while another is in flight
+//! go out together as one script call, and each caller gets its own answer — its own
+//! token, its own refusal, its own error — as if it had gone out alone.
+//!
+//! On a current-thread runtime, calls started together reach the driver in order: the
+//! first goes out alone, and the rest queue behind it and go out as one batch.
+
+use robit_test_support::kit as common;
+use robit_test_support::redis as support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use common::granted;
+use futures_util::future::join_all;
+use redis::AsyncCommands;
+use robit::Driver;
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, Renewal};
+use robit::redis::RedisDriver;
+use support::{RedisServer, driver, request};
+
+use crate::driver::{commands_run, reset_stats};
+
+/// How many calls each test makes at once.
+const CALLS: usize = 100;
+
+/// The script calls (EVALSHA) the server ran since its counts were reset.
+async fn script_calls(server: &RedisServer) -> u64 {
+    let counts = commands_run(&mut server.admin().await).await;
+    counts.get("evalsha").copied().unwrap_or_default()
+}
+
+/// The requests of `CALLS` owners, each for a name of its own.
+fn requests(round: u128) -> Vec<AcquireRequest> {
+    (0..CALLS)
+        .map(|i| request(&format!("batched-{i}"), round * 1000 + i as u128))
+        .collect()
+}
+
+/// Acquires every one of `requests` at once on `driver`.
+async fn acquire_all(
+    driver: &RedisDriver,
+    requests: &[AcquireRequest],
+) -> Vec<Result<Acquire, DriverError>> {
+    join_all(requests.iter().map(|request| driver.acquire(request))).await
+}
+
+fn leases(answers: Vec<Result<Acquire, DriverError>>) -> Vec<Arc<dyn Lease>> {
+    answers
+        .into_iter()
+        .map(|answer| match answer.unwrap() {
+            Acquire::Granted(lease) => lease,
+            other => panic!("expected a grant, got {other:?}"),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn acquires_made_together_share_a_few_script_calls_and_each_get_a_token_of_its_own() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    // The namespace's first grant creates it, alone.
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    reset_stats(&mut server.admin().await).await;
+
+    let first = leases(acquire_all(&driver, &requests(1)).await);
+    let calls = script_calls(&server).await;
+    assert!(calls <= 3, "{CALLS} acquires took {calls} script calls");
+    let tokens: BTreeSet<u64> = first.iter().map(|lease| lease.fence().get()).collect();
+    assert_eq!(tokens.len(), CALLS, "two grants were given one token");
+
+    // Released together, and granted again together: every name's new token is above
+    // every token issued before it.
+    join_all(first.iter().map(|lease| lease.release())).await;
+    let second = leases(acquire_all(&driver, &requests(2)).await);
+    let last = tokens.last().copied().unwrap_or_default();
+    for lease in &second {
+        assert!(
+            lease.fence().get() > last,
+            "{} after {last}",
+            lease.fence().get()
+        );
+    }
+    let again: BTreeSet<u64> = second.iter().map(|lease| lease.fence().get()).collect();
+    assert_eq!(again.len(), CALLS, "two grants were given one token");
+    // The counter holds the last token issued.
+    let counter: String = server.admin().await.get("{robit}:fence").await.unwrap();
+    let highest = again.last().copied().unwrap_or_default();
+    assert!(
+        counter.starts_with(&format!("{highest}/")),
+        "{counter} after {highest}"
+    );
+}
+
+#[tokio::test]
+async fn a_refusal_or_an_error_in_a_batch_is_only_its_own_caller_s() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    let requests = requests(1);
+    // Every third name is held by someone else, and every seventh is a key of another
+    // type, which no script can take. The first is free, so it goes out alone and the
+    // rest queue behind it.
+    let mut admin = server.admin().await;
+    let mut others = Vec::new();
+    for (i, request) in requests.iter().enumerate().skip(1) {
+        let key = format!("{{robit}}:lock:batched-{i}");
+        if i % 7 == 0 {
+            admin.rpush::<_, _, ()>(&key, "not a lock").await.unwrap();
+        } else if i % 3 == 0 {
+            let mut theirs = request.clone();
+            theirs.owner = robit::driver::OwnerToken::from_u128(u128::MAX - i as u128);
+            others.push(granted(&driver, &theirs).await);
+        }
+    }
+    reset_stats(&mut admin).await;
+    let answers = acquire_all(&driver, &requests).await;
+    assert!(script_calls(&server).await <= 3);
+    for (i, answer) in answers.into_iter().enumerate() {
+        match answer {
+            Err(DriverError::Rejected { reason, .. }) if i % 7 == 0 && i > 0 => {
+                assert!(reason.contains("WRONGTYPE"), "{i}: {reason}");
+            }
+            Ok(Acquire::Held { expires_in }) if i % 3 == 0 && i % 7 != 0 && i > 0 => {
+                assert!(expires_in.is_some(), "{i}");
+            }
+            Ok(Acquire::Granted(lease)) if (i % 3 != 0 && i % 7 != 0) || i == 0 => {
+                lease.release().await.unwrap();
+            }
+            other => panic!("name {i} was answered {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let held = leases(acquire_all(&driver, &requests(1)).await);
+    // Every fifth grant is gone behind its holder's back.
+    let mut admin = server.admin().await;
+    for i in (0..CALLS).step_by(5).skip(1) {
+        admin
+            .del::<_, ()>(format!("{{robit}}:lock:batched-{i}"))
+            .await
+            .unwrap();
+    }
+    reset_stats(&mut admin).await;
+    let renewals = join_all(held.iter().map(|lease| lease.renew(support::TTL))).await;
+    assert!(script_calls(&server).await <= 3);
+    for (i, renewal) in renewals.into_iter().enumerate() {
+        let expected = if i % 5 == 0 && i > 0 {
+            Renewal::Lost
+        } else {
+            Renewal::Renewed
+        };
+        assert_eq!(renewal.unwrap(), expected, "grant {i}");
+    }
+    reset_stats(&mut admin).await;
+    for released in join_all(held.iter().map(|lease| lease.release())).await {
+        released.unwrap();
+    }
+    assert!(script_calls(&server).await <= 3);
+    let left: Vec<String> = admin.keys("{robit}:lock:*").await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn a_driver_with_a_batch_cap_of_one_sends_every_call_alone() {
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(std::time::Duration::ZERO)
+        .max_batch(1)
+        .build()
+        .unwrap();
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    reset_stats(&mut server.admin().await).await;
+    let held = leases(acquire_all(&driver, &requests(1)).await);
+    assert_eq!(script_calls(&server).await, CALLS as u64);
+    drop(held);
+}
