@@ -95,6 +95,19 @@ fn client_cpu() -> f64 {
     ns as f64 / 1e9
 }
 
+/// This process's resident memory, in bytes (Linux `VmRSS` in `/proc/self/status`); NaN
+/// elsewhere.
+pub(crate) fn client_rss() -> f64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return f64::NAN;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb * 1024.0)
+}
+
 impl Meter {
     /// A meter summing over `servers`.
     pub(crate) async fn new(servers: impl IntoIterator<Item = &RedisServer>) -> Self {
