@@ -6,7 +6,8 @@
 //!
 //! `ROBIT_BENCH_HOLDS=N` takes N locks instead; `ROBIT_BENCH_SCALE` scales the time they
 //! are kept and, below 1, the TTL with it, so that a short run still sees every hold
-//! renewed (`ROBIT_BENCH_HOLDS=1000 ROBIT_BENCH_SCALE=0.1` runs in seconds).
+//! renewed (`ROBIT_BENCH_HOLDS=1000 ROBIT_BENCH_SCALE=0.1` runs in seconds). Renewals
+//! then come 1/scale times as often, so only figures at scale 1 make a baseline.
 
 use std::time::{Duration, Instant};
 
@@ -190,6 +191,13 @@ fn print_header(holds: usize, ttl: Duration, kept: Duration, taken_in: Duration)
     println!("per-renewal figures. Memory per hold is approximate: this process's resident");
     println!("memory (VmRSS) grown over the taking, over the holds. rslock renews nothing by");
     println!("itself, so there is no peer column.\n");
+    if scale() < 1.0 {
+        println!(
+            "The TTL is scaled too: renewals come {:.1}× as often as at",
+            1.0 / scale()
+        );
+        println!("scale 1, whose figures these do not compare with.\n");
+    }
 }
 
 fn print_table(seen: &Seen) {
