@@ -52,6 +52,47 @@ impl Locker for Robit {
     }
 }
 
+/// robit's [`Locker`](robit::Locker), locking one name: each lock builds a fresh mutex
+/// for it, as locking by name does. Clones of one `Locker` share its settings and stats.
+pub(crate) struct ByName {
+    locker: robit::Locker,
+    name: String,
+}
+
+impl ByName {
+    pub(crate) fn new(locker: &robit::Locker, name: &str) -> Self {
+        Self {
+            locker: locker.clone(),
+            name: name.to_owned(),
+        }
+    }
+}
+
+/// A `Locker` over one of the bench's drivers, with the settings [`Robit`]'s mutexes have.
+pub(crate) fn robit_locker(driver: &(impl Driver + Clone)) -> robit::Locker {
+    robit::Locker::builder(driver.clone())
+        .ttl(TTL)
+        .wait(Wait::Timeout(WAIT_BUDGET))
+        .build()
+        .unwrap()
+}
+
+impl Locker for ByName {
+    type Held = Guard;
+
+    async fn lock(&mut self) -> Option<Guard> {
+        match self.locker.lock(self.name.as_str()).await {
+            Ok(guard) => Some(guard),
+            Err(LockError::Timeout { .. }) => None,
+            Err(err) => panic!("robit Locker lock failed: {err}"),
+        }
+    }
+
+    async fn unlock(&mut self, guard: Guard) {
+        guard.unlock().await.unwrap();
+    }
+}
+
 /// rslock's manager, on the bench's one server (quorum 1) or its three (quorum 2), for
 /// one key.
 pub(crate) struct Rslock {

@@ -7,14 +7,17 @@
 //! does not assert. `ROBIT_BENCH_SCALE=0.3` shortens every scenario.
 //!
 //! Four scenarios, one module each: one task locking and unlocking one key
-//! ([`uncontended`]), 64 tasks on distinct keys ([`throughput`]), 8 tasks on one key
+//! ([`uncontended`]), 64 tasks on distinct keys, robit through a `Mutex` per task and
+//! through one shared `Locker` ([`throughput`]), 8 tasks on one key
 //! ([`contention`]), and the first and last again on three servers: robit's
 //! `RedlockDriver` and rslock's `LockManager` over the same three, next to robit's
 //! single-server driver ([`quorum`]). Each reports, per lock + unlock cycle, the round
 //! trips, the commands Redis ran (those inside scripts included), the servers' CPU time
 //! and the client's ([`meter`]), then the wall-clock figures. With the `etcd` feature,
 //! a fifth: robit's etcd driver on a cluster of the bench's own, next to its Redis
-//! driver (`etcd`).
+//! driver (`etcd`). Last, robit alone, as rslock renews nothing by itself: 100,000 locks
+//! held through one `Locker` while the watchdog renews them ([`many_holds`];
+//! `ROBIT_BENCH_HOLDS` changes the number).
 #![allow(
     missing_docs,
     clippy::print_stdout,
@@ -26,6 +29,7 @@ mod contention;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod lockers;
+mod many_holds;
 mod meter;
 mod quorum;
 mod table;
@@ -94,5 +98,6 @@ fn main() {
         quorum::run(&mut setup).await;
         #[cfg(feature = "etcd")]
         etcd::run(&mut setup).await;
+        many_holds::run(&mut setup).await;
     });
 }

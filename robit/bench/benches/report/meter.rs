@@ -65,6 +65,10 @@ pub(crate) struct Meter {
     server_cpu_at_reset: f64,
     client_cpu_at_reset: f64,
     trips_at_reset: u64,
+    /// The bench's own `INFO` calls to each server since the last reset. They are taken
+    /// out of the count of `INFO`, which robit's scripts also call, for failover
+    /// detection: leaving out every `INFO` would miss those.
+    own_infos: u64,
 }
 
 /// A field (`name:value` line) of an `INFO` answer.
@@ -95,6 +99,19 @@ fn client_cpu() -> f64 {
     ns as f64 / 1e9
 }
 
+/// This process's resident memory, in bytes (Linux `VmRSS` in `/proc/self/status`); NaN
+/// elsewhere.
+pub(crate) fn client_rss() -> f64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return f64::NAN;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().strip_suffix("kB")?.trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb * 1024.0)
+}
+
 impl Meter {
     /// A meter summing over `servers`.
     pub(crate) async fn new(servers: impl IntoIterator<Item = &RedisServer>) -> Self {
@@ -107,11 +124,13 @@ impl Meter {
             server_cpu_at_reset: 0.0,
             client_cpu_at_reset: 0.0,
             trips_at_reset: 0,
+            own_infos: 0,
         }
     }
 
     /// Every server's answer to `INFO section`.
     async fn info(&mut self, section: &str) -> Vec<String> {
+        self.own_infos += 1;
         let mut answers = Vec::with_capacity(self.admin.len());
         for admin in &mut self.admin {
             answers.push(
@@ -149,6 +168,7 @@ impl Meter {
                 .await
                 .unwrap();
         }
+        self.own_infos = 0;
         self.server_cpu_at_reset = self.server_cpu().await;
         self.trips_at_reset = match trips {
             RoundTrips::Client(counter) => counter.load(Ordering::Relaxed),
@@ -176,12 +196,20 @@ impl Meter {
     }
 
     /// Calls per command since the last `CONFIG RESETSTAT` (`INFO commandstats`), summed
-    /// over the servers, but for the bench's own.
+    /// over the servers, but for the bench's own: its `CONFIG` calls, and as many `INFO`
+    /// calls as it made (the one that reads the answer is not in it).
     async fn calls(&mut self) -> BTreeMap<String, u64> {
+        let own_infos = self.own_infos;
         let mut calls = BTreeMap::new();
         for info in self.info("commandstats").await {
             for (name, n) in info.lines().filter_map(command_calls) {
-                if name != "info" && !name.starts_with("config|") {
+                let n = if name == "info" {
+                    n.checked_sub(own_infos)
+                        .expect("the bench's own INFO calls counted")
+                } else {
+                    n
+                };
+                if n > 0 && !name.starts_with("config|") {
                     *calls.entry(name.to_owned()).or_default() += n;
                 }
             }

@@ -15,6 +15,8 @@ pub(crate) enum Unit {
     Micros,
     /// 1 for yes, 0 for no.
     YesNo,
+    /// Bytes, whole.
+    Bytes,
 }
 
 impl Unit {
@@ -29,6 +31,7 @@ impl Unit {
             Self::Micros => format!("{:.1} µs", value * 1e6),
             Self::YesNo if value > 0.0 => "yes".to_owned(),
             Self::YesNo => "no".to_owned(),
+            Self::Bytes => format!("{value:.0} B"),
         }
     }
 }

@@ -1,19 +1,20 @@
 //! Scenario (b): 64 tasks, each looping lock + unlock on a key of its own, all over one
-//! command connection per library.
+//! command connection per library: robit through a `Mutex` per task and through one
+//! shared `Locker`, and rslock.
 
 use std::time::{Duration, Instant};
 
 use rslock::LockManager;
 
-use crate::lockers::{Locker, Robit, Rslock, cycle};
+use crate::lockers::{ByName, Locker, Robit, Rslock, cycle, robit_locker};
 use crate::meter::{Meter, RoundTrips, Work};
 use crate::table::{Table, Unit};
 use crate::{RSLOCK, Setup, scaled};
 
 /// Tasks, each on its own key.
 const TASKS: usize = 64;
-/// Measured rounds per library, after a warm-up round, alternating which goes first.
-const ROUNDS: usize = 4;
+/// Measured rounds per library, after a warm-up round, turning which goes first.
+const ROUNDS: usize = 6;
 
 /// Cycles, time and work of one library, over the measured rounds.
 #[derive(Default)]
@@ -53,6 +54,12 @@ impl Many {
         self.work += meter.read(trips).await;
     }
 
+    fn add(&mut self, other: Self) {
+        self.cycles += other.cycles;
+        self.elapsed += other.elapsed;
+        self.work += other.work;
+    }
+
     fn figures(&self) -> Vec<f64> {
         let mut figures = self.work.per(self.cycles).to_vec();
         figures.push(self.cycles as f64 / self.elapsed.as_secs_f64());
@@ -60,37 +67,87 @@ impl Many {
     }
 }
 
+/// The libraries measured, in the order of the table's columns.
+#[derive(Clone, Copy)]
+enum Library {
+    /// A `Mutex` per task, locked again and again.
+    Mutex,
+    /// One shared `Locker`, each task locking its name through it.
+    Locker,
+    Rslock,
+}
+
+const LIBRARIES: [Library; 3] = [Library::Mutex, Library::Locker, Library::Rslock];
+
+/// What each library runs on, and its figures so far.
+struct Bench<'a> {
+    setup: &'a mut Setup,
+    locker: robit::Locker,
+    manager: LockManager,
+    cycles: usize,
+    /// One per library, in the order of [`LIBRARIES`].
+    many: [Many; 3],
+}
+
+impl Bench<'_> {
+    /// One round of `library`, counted in its figures or, for a warm-up, not.
+    async fn round(&mut self, library: Library, counted: bool) {
+        let names = (0..TASKS).map(|task| format!("many-{task}"));
+        let Setup {
+            driver,
+            robit: trips,
+            meter,
+            ..
+        } = &mut *self.setup;
+        let mut many = Many::default();
+        match library {
+            Library::Mutex => {
+                let lockers = names.map(|name| Robit::new(driver, &name)).collect();
+                many.round::<Robit>(lockers, self.cycles, meter, trips)
+                    .await;
+            }
+            Library::Locker => {
+                let lockers = names.map(|name| ByName::new(&self.locker, &name)).collect();
+                many.round::<ByName>(lockers, self.cycles, meter, trips)
+                    .await;
+            }
+            Library::Rslock => {
+                let lockers = names
+                    .map(|name| Rslock::new(&self.manager, &name))
+                    .collect();
+                many.round::<Rslock>(lockers, self.cycles, meter, &RSLOCK)
+                    .await;
+            }
+        }
+        if counted {
+            self.many[library as usize].add(many);
+        }
+    }
+}
+
 pub(crate) async fn run(setup: &mut Setup) {
-    let Setup {
-        server,
-        driver,
-        robit: robit_trips,
-        meter,
-    } = setup;
-    let cycles = scaled(300);
-    let manager = LockManager::new(vec![server.url()]);
-    let (mut ours, mut theirs) = (Many::default(), Many::default());
-    for round in 0..=ROUNDS {
-        let robit: Vec<_> = (0..TASKS)
-            .map(|task| Robit::new(driver, &format!("many-{task}")))
-            .collect();
-        let rslock: Vec<_> = (0..TASKS)
-            .map(|task| Rslock::new(&manager, &format!("many-{task}")))
-            .collect();
-        if round == 0 {
-            // Warm-up, not counted.
-            let mut warm_up = Many::default();
-            warm_up.round(robit, cycles, meter, robit_trips).await;
-            warm_up.round(rslock, cycles, meter, &RSLOCK).await;
-        } else if round % 2 == 0 {
-            ours.round(robit, cycles, meter, robit_trips).await;
-            theirs.round(rslock, cycles, meter, &RSLOCK).await;
-        } else {
-            theirs.round(rslock, cycles, meter, &RSLOCK).await;
-            ours.round(robit, cycles, meter, robit_trips).await;
+    let mut bench = Bench {
+        locker: robit_locker(&setup.driver),
+        manager: LockManager::new(vec![setup.server.url()]),
+        setup,
+        cycles: scaled(300),
+        many: Default::default(),
+    };
+    for library in LIBRARIES {
+        // Warm-up, not counted.
+        bench.round(library, false).await;
+    }
+    // Which goes first turns with each round, so that drift in the machine's load hits
+    // every library alike.
+    for round in 0..ROUNDS {
+        for turn in 0..LIBRARIES.len() {
+            let library = LIBRARIES[(round + turn) % LIBRARIES.len()];
+            bench.round(library, true).await;
         }
     }
     println!("\n## (b) Throughput: {TASKS} tasks, each on its own key, one connection\n");
+    println!("robit's `Mutex`: one per task, locked again and again; its `Locker`: one,");
+    println!("shared by the tasks, each locking its own name through it.\n");
     let mut table = Table::new(&[
         ("round trips/cycle", Unit::Fraction),
         ("Redis commands/cycle", Unit::Fraction),
@@ -98,7 +155,9 @@ pub(crate) async fn run(setup: &mut Setup) {
         ("client CPU/cycle", Unit::Micros),
         ("cycles/s", Unit::Count),
     ]);
-    table.column("robit", ours.figures());
-    table.column("rslock", theirs.figures());
-    table.print(&[(0, 1)]);
+    let [mutex, locker, rslock] = &bench.many;
+    table.column("robit Mutex", mutex.figures());
+    table.column("robit Locker", locker.figures());
+    table.column("rslock", rslock.figures());
+    table.print(&[(0, 2), (1, 2)]);
 }
