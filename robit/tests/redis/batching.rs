@@ -10,12 +10,13 @@ use robit_test_support::redis as support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use common::granted;
 use futures_util::future::join_all;
 use redis::AsyncCommands;
 use robit::Driver;
-use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, Renewal};
+use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, Renewal, Waiter};
 use robit::redis::RedisDriver;
 use support::{RedisServer, driver, request};
 
@@ -144,14 +145,32 @@ async fn a_refusal_or_an_error_in_a_batch_is_only_its_own_caller_s() {
 async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
     let server = RedisServer::start();
     let driver = driver(&server);
-    let held = leases(acquire_all(&driver, &requests(1)).await);
-    // Every fifth grant is gone behind its holder's back.
+    let requests = requests(1);
+    let held = leases(acquire_all(&driver, &requests).await);
+    // Every fifth grant is gone behind its holder's back, and someone else holds its lock
+    // now.
     let mut admin = server.admin().await;
+    let mut theirs = Vec::new();
     for i in (0..CALLS).step_by(5).skip(1) {
-        admin
-            .del::<_, ()>(format!("{{robit}}:lock:batched-{i}"))
-            .await
-            .unwrap();
+        let key = format!("{{robit}}:lock:batched-{i}");
+        admin.del::<_, ()>(&key).await.unwrap();
+        let mut request = requests[i].clone();
+        request.owner = robit::driver::OwnerToken::from_u128(u128::MAX - i as u128);
+        granted(&driver, &request).await;
+        admin.pexpire::<_, ()>(&key, 60_000).await.unwrap();
+        theirs.push(key);
+    }
+    // Every third has a waiter queued behind it: its key is marked as having waiters.
+    let mut marked = Vec::new();
+    for i in (3..CALLS).step_by(3).filter(|i| i % 5 != 0) {
+        let mut request = requests[i].clone();
+        request.owner = robit::driver::OwnerToken::from_u128(u128::MAX - i as u128);
+        let request = request.with_waiter(Waiter::new(i as u128, Duration::from_millis(500)));
+        assert!(matches!(
+            driver.acquire(&request).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+        marked.push(format!("{{robit}}:lock:batched-{i}"));
     }
     reset_stats(&mut admin).await;
     let renewals = join_all(held.iter().map(|lease| lease.renew(support::TTL))).await;
@@ -164,13 +183,31 @@ async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
         };
         assert_eq!(renewal.unwrap(), expected, "grant {i}");
     }
+    // A renewed grant with a waiter keeps its mark.
+    for key in &marked {
+        let value: String = admin.get(key).await.unwrap();
+        assert!(value.ends_with(":q"), "{key}: {value}");
+    }
+    // The other holders' grants are as they were: none was renewed by a stale lease.
+    for key in &theirs {
+        let left: i64 = admin.pttl(key).await.unwrap();
+        assert!(left > 50_000, "{key}: {left} ms left");
+        admin.del::<_, ()>(key).await.unwrap();
+    }
     reset_stats(&mut admin).await;
     for released in join_all(held.iter().map(|lease| lease.release())).await {
         released.unwrap();
     }
     assert!(script_calls(&server).await <= 3);
-    let left: Vec<String> = admin.keys("{robit}:lock:*").await.unwrap();
-    assert!(left.is_empty(), "{left:?}");
+    // Released, each lock is free, or reserved for the waiter queued behind it.
+    let mut left: Vec<String> = admin.keys("{robit}:lock:*").await.unwrap();
+    left.sort();
+    marked.sort();
+    assert_eq!(left, marked);
+    for key in &marked {
+        let value: String = admin.get(key).await.unwrap();
+        assert!(value.starts_with('W'), "{key}: {value}");
+    }
 }
 
 #[tokio::test]

@@ -62,44 +62,50 @@ end
 
 -- The uncontended grant, as acquire.lua's first lines make it, with the next token of
 -- the counter as read here; nil when the item needs acquire.lua's whole code: a lock
--- already taken, a waiter that may be queued, a lock-delay or a quorum's proposal, a
--- counter that is not plainly this server's.
-local function quick(keys, argv)
-  if argv[10] == '1' or argv[12] then
+-- already taken, a waiter that may be queued, a lock-delay or a quorum's proposal (the
+-- twelfth argument), a counter that is not plainly this server's. Reads the item in
+-- place (many.lua): its lock is KEYS[keys + 1] and its fence KEYS[keys + 3]; its
+-- owner, its key's lifetime and `queued` are ARGV[args + 1], [args + 2], [args + 10].
+local function quick(keys, args, count, server)
+  if count > 11 or ARGV[args + 10] == '1' then
     return nil
   end
-  local known = counter(keys[3], argv[11])
+  local known = counter(KEYS[keys + 3], server)
   if not known then
     return nil
   end
   local token = math.max(clock_token, known.last + 1)
-  local text = string.format('%d', token)
-  local mine = argv[1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. argv[2] .. '@' .. text
-  if redis.call('SET', keys[1], mine, 'NX', 'PX', argv[2], 'GET') then
+  local key_ms = ARGV[args + 2]
+  local mine = ARGV[args + 1] .. ':' .. t[1] .. ':' .. t[2] .. ':' .. key_ms .. '@'
+    .. string.format('%d', token)
+  if redis.call('SET', KEYS[keys + 1], mine, 'NX', 'PX', key_ms, 'GET') then
     return nil
   end
   known.last, known.written = token, true
   return {1, token, ''}
 end
 
-local function acquire(keys, argv)
-  if argv[11] == '*' then
-    argv[11] = identity()
+local function acquire(keys, args, count)
+  local server = ARGV[args + 11]
+  if server == '*' then
+    server = identity()
   end
-  local answer = quick(keys, argv)
+  local answer = quick(keys, args, count, server)
   if answer then
     return answer
   end
+  local k, a = tables(4, keys, args, count)
+  a[11] = server
   -- acquire.lua reads and writes the counter itself: give it the counter as it stands,
   -- and read it again after.
-  write_back(keys[3])
-  counters[keys[3]] = nil
-  return acquire_one(keys, argv)
+  write_back(k[3])
+  counters[k[3]] = nil
+  return acquire_one(k, a)
 end
 
 local answers = {}
-for i, keys, argv in items(4) do
-  answers[i] = answer_of(acquire, keys, argv)
+for i, keys, args, count in items(4) do
+  answers[i] = answer_of(acquire, keys, args, count)
 end
 for _, key in ipairs(read) do
   write_back(key)

@@ -1,36 +1,44 @@
 -- Many calls of one script, in one: the calls that callers of one driver made while
--- another of the same kind was in flight (redis/batch.rs). Each call is an item: its
--- keys, as many for every item, all before any argument; then, item by item, how many
--- arguments it has and the arguments. Included, after common.lua, in each batch script,
--- which defines the one script's code as a function of its KEYS and ARGV and runs it
--- for every item.
+-- another of the same kind was in flight (redis/transport/batch.rs). Each call is an
+-- item: its keys, as many for every item, all before any argument; then, item by item,
+-- how many arguments it has and the arguments. Included, after common.lua, in each batch
+-- script, which defines the one script's code as a function of its KEYS and ARGV and
+-- runs it for the items its own quicker path leaves.
 
--- The items, one at a time: their number, keys and arguments, as the one script
--- would be given them. `per`: how many keys an item has.
+-- The items, one at a time: their number; where their keys start in KEYS and their
+-- arguments in ARGV (offsets: an item's first key is KEYS[keys + 1], and its first
+-- argument is ARGV[args + 1]); and how many arguments they have. `per`: how many keys an
+-- item has.
+-- Nothing is copied: a quick path reads the item in place.
 local function items(per)
-  local i, at = 0, 1
+  local i, count, at = 0, #KEYS / per, 1
   return function()
-    if per * i >= #KEYS then
+    if i >= count then
       return nil
     end
     i = i + 1
-    local keys, argv = {}, {}
-    for k = 1, per do
-      keys[k] = KEYS[per * (i - 1) + k]
-    end
-    local count = tonumber(ARGV[at])
-    for a = 1, count do
-      argv[a] = ARGV[at + a]
-    end
-    at = at + count + 1
-    return i, keys, argv
+    local args = at
+    at = at + tonumber(ARGV[at]) + 1
+    return i, per * (i - 1), args, tonumber(ARGV[args])
   end
+end
+
+-- An item's keys and arguments as the one script takes them, as tables of their own.
+local function tables(per, keys, args, count)
+  local k, a = {}, {}
+  for j = 1, per do
+    k[j] = KEYS[keys + j]
+  end
+  for j = 1, count do
+    a[j] = ARGV[args + j]
+  end
+  return k, a
 end
 
 -- What `one` answers for an item, or its error, as an error reply of that item's
 -- alone: one caller's bad request fails only that caller.
-local function answer_of(one, keys, argv)
-  local ok, answer = pcall(one, keys, argv)
+local function answer_of(one, keys, args, count)
+  local ok, answer = pcall(one, keys, args, count)
   if ok then
     return answer
   end

@@ -2,8 +2,12 @@
 -- KEYS  item i's lock and queue: release.lua's KEYS[1] and KEYS[2]
 -- ARGV  item by item: its number of arguments, then release.lua's ARGV for it
 -- Returns one answer per item, in order: what release.lua answers it, or its error.
+local function release(keys, args, count)
+  return release_one(tables(2, keys, args, count))
+end
+
 local answers = {}
-for i, keys, argv in items(2) do
-  answers[i] = answer_of(release_one, keys, argv)
+for i, keys, args, count in items(2) do
+  answers[i] = answer_of(release, keys, args, count)
 end
 return answers
