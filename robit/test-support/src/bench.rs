@@ -30,10 +30,20 @@ pub fn robit_driver(
     server: &RedisServer,
     round_trips: &Arc<AtomicU64>,
 ) -> RedisDriver<CountingConnector> {
+    robit_driver_batching(server, round_trips, robit::redis::DEFAULT_MAX_BATCH)
+}
+
+/// [`robit_driver`], with at most `max_batch` calls in one batch (1: none batched).
+pub fn robit_driver_batching(
+    server: &RedisServer,
+    round_trips: &Arc<AtomicU64>,
+    max_batch: usize,
+) -> RedisDriver<CountingConnector> {
     let url = UrlConnector::new(&server.url()).unwrap();
     let detect = std::env::var("ROBIT_BENCH_DETECT_FAILOVER").map_or(true, |value| value != "0");
     RedisDriver::with_connector(CountingConnector::new(url, round_trips))
         .detect_failover(detect)
+        .max_batch(max_batch)
         .build()
         .unwrap()
 }

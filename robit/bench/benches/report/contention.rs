@@ -158,6 +158,7 @@ pub(crate) async fn run(setup: &mut Setup) {
         driver,
         robit: robit_trips,
         meter,
+        ..
     } = setup;
     let window = Duration::from_secs_f64(3.0 * scale());
     println!(

@@ -52,6 +52,9 @@ pub(crate) struct Setup {
     pub(crate) driver: RedisDriver<CountingConnector>,
     /// robit's round trips: counted on its command connection.
     pub(crate) robit: RoundTrips,
+    /// What [`robit`](Self::robit) counts in: another driver of the bench counts its
+    /// round trips there too.
+    pub(crate) round_trips: Arc<AtomicU64>,
     pub(crate) meter: Meter,
 }
 
@@ -80,7 +83,8 @@ fn main() {
             meter: Meter::new([&server]).await,
             server,
             driver,
-            robit: RoundTrips::Client(round_trips),
+            robit: RoundTrips::Client(Arc::clone(&round_trips)),
+            round_trips,
         };
         let version = setup.meter.version().await;
         let cores = std::thread::available_parallelism().map_or(0, usize::from);

@@ -10,6 +10,9 @@ use crate::lockers::{ByName, Locker, Robit, Rslock, cycle, robit_locker};
 use crate::meter::{Meter, RoundTrips, Work};
 use crate::table::{Table, Unit};
 use crate::{RSLOCK, Setup, scaled};
+use robit::redis::RedisDriver;
+use robit_test_support::bench::robit_driver_batching;
+use robit_test_support::redis::CountingConnector;
 
 /// Tasks, each on its own key.
 const TASKS: usize = 64;
@@ -74,19 +77,29 @@ enum Library {
     Mutex,
     /// One shared `Locker`, each task locking its name through it.
     Locker,
+    /// A `Mutex` per task over a driver that sends every call alone (`max_batch(1)`).
+    Unbatched,
     Rslock,
 }
 
-const LIBRARIES: [Library; 3] = [Library::Mutex, Library::Locker, Library::Rslock];
+const LIBRARIES: [Library; 4] = [
+    Library::Mutex,
+    Library::Locker,
+    Library::Unbatched,
+    Library::Rslock,
+];
 
 /// What each library runs on, and its figures so far.
 struct Bench<'a> {
     setup: &'a mut Setup,
     locker: robit::Locker,
+    /// A driver on the same server that batches nothing, its round trips counted with
+    /// the setup driver's.
+    unbatched: RedisDriver<CountingConnector>,
     manager: LockManager,
     cycles: usize,
     /// One per library, in the order of [`LIBRARIES`].
-    many: [Many; 3],
+    many: [Many; 4],
 }
 
 impl Bench<'_> {
@@ -111,6 +124,13 @@ impl Bench<'_> {
                 many.round::<ByName>(lockers, self.cycles, meter, trips)
                     .await;
             }
+            Library::Unbatched => {
+                let lockers = names
+                    .map(|name| Robit::new(&self.unbatched, &name))
+                    .collect();
+                many.round::<Robit>(lockers, self.cycles, meter, trips)
+                    .await;
+            }
             Library::Rslock => {
                 let lockers = names
                     .map(|name| Rslock::new(&self.manager, &name))
@@ -128,6 +148,7 @@ impl Bench<'_> {
 pub(crate) async fn run(setup: &mut Setup) {
     let mut bench = Bench {
         locker: robit_locker(&setup.driver),
+        unbatched: robit_driver_batching(&setup.server, &setup.round_trips, 1),
         manager: LockManager::new(vec![setup.server.url()]),
         setup,
         cycles: scaled(300),
@@ -147,7 +168,8 @@ pub(crate) async fn run(setup: &mut Setup) {
     }
     println!("\n## (b) Throughput: {TASKS} tasks, each on its own key, one connection\n");
     println!("robit's `Mutex`: one per task, locked again and again; its `Locker`: one,");
-    println!("shared by the tasks, each locking its own name through it.\n");
+    println!("shared by the tasks, each locking its own name through it; `Mutex`, alone:");
+    println!("as the first, over a driver that sends every call on its own (`max_batch(1)`).\n");
     let mut table = Table::new(&[
         ("round trips/cycle", Unit::Fraction),
         ("Redis commands/cycle", Unit::Fraction),
@@ -155,9 +177,10 @@ pub(crate) async fn run(setup: &mut Setup) {
         ("client CPU/cycle", Unit::Micros),
         ("cycles/s", Unit::Count),
     ]);
-    let [mutex, locker, rslock] = &bench.many;
+    let [mutex, locker, unbatched, rslock] = &bench.many;
     table.column("robit Mutex", mutex.figures());
     table.column("robit Locker", locker.figures());
+    table.column("robit Mutex, alone", unbatched.figures());
     table.column("rslock", rslock.figures());
-    table.print(&[(0, 2), (1, 2)]);
+    table.print(&[(0, 3), (1, 3), (0, 2)]);
 }

@@ -74,6 +74,7 @@ pub(crate) async fn run(setup: &mut Setup) {
         driver,
         robit: robit_trips,
         meter,
+        ..
     } = setup;
     let mut robit = Robit::new(driver, "solo");
     let mut rslock = Rslock::new(&LockManager::new(vec![server.url()]), "solo");
