@@ -2,6 +2,8 @@
 //!
 //! One key per lock holds the owner's random token and when its grant ends. Acquire,
 //! renew and release are each one round trip: a server-side script, called with EVALSHA.
+//! Calls of one kind made while another is in flight go out together, as one script call
+//! ([`RedisDriverBuilder::max_batch`]).
 //! Uncontended, a lock + unlock runs six commands on the server, scripts' calls
 //! included: the acquire's `TIME`, `SET … NX PX … GET` on the lock and `SET … GET` on
 //! the fencing counter, and the release's `GETDEL`. Waiters queue fairly, and a release
