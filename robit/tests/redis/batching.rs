@@ -21,6 +21,7 @@ use robit::redis::RedisDriver;
 use support::{RedisServer, driver, request};
 
 use crate::driver::{commands_run, reset_stats};
+use crate::slow_replies::SlowReplies;
 
 /// How many calls each test makes at once.
 const CALLS: usize = 100;
@@ -227,4 +228,65 @@ async fn a_driver_with_a_batch_cap_of_one_sends_every_call_alone() {
     let held = leases(acquire_all(&driver, &requests(1)).await);
     assert_eq!(script_calls(&server).await, CALLS as u64);
     drop(held);
+}
+
+#[test]
+fn a_batch_cut_off_by_its_runtime_s_shutdown_leaves_the_driver_sending_on_another() {
+    // Shut down while the lone call ahead of the batch is in flight, then while the batch
+    // is.
+    for cut_at in [150, 450] {
+        cut_off_at(Duration::from_millis(cut_at));
+    }
+}
+
+/// A runtime sends a lone acquire and, queued behind it, ten more, with every answer held
+/// back 300 ms, and shuts down at `cut_at`; then another runtime's acquire must go out.
+fn cut_off_at(cut_at: Duration) {
+    // The proxy runs on a runtime of its own, which outlives the one cut off.
+    let server = RedisServer::start();
+    let proxy_runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = proxy_runtime.block_on(SlowReplies::start(server.port()));
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .build()
+        .unwrap();
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    let first = runtime();
+    first.block_on(async {
+        granted(&driver, &request("warm", 1))
+            .await
+            .release()
+            .await
+            .unwrap();
+        proxy.set_reply_delay(Duration::from_millis(300));
+        for request in requests(1).into_iter().take(11) {
+            let driver = driver.clone();
+            tokio::spawn(async move { driver.acquire(&request).await });
+        }
+        tokio::time::sleep(cut_at).await;
+    });
+    drop(first);
+    proxy.set_reply_delay(Duration::ZERO);
+    // Well within a command timeout (the connection the first runtime ran is gone, and
+    // is replaced).
+    runtime().block_on(async {
+        let granted = tokio::time::timeout(Duration::from_secs(1), async {
+            loop {
+                if let Ok(Acquire::Granted(lease)) = driver.acquire(&request("after", 2)).await {
+                    return lease;
+                }
+            }
+        })
+        .await;
+        assert!(
+            granted.is_ok(),
+            "cut off at {cut_at:?}: no acquire went out after"
+        );
+    });
+    drop(proxy_runtime);
 }

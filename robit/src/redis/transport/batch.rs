@@ -172,9 +172,46 @@ impl<C: Connector> Drop for Lead<'_, C> {
             self.inner.batches.abandon(&self.lane);
             return;
         };
-        let inner = Arc::clone(self.inner);
-        let (lane, many, acked) = (self.lane.clone(), self.many, self.acked);
-        runtime.spawn(async move { inner.drain(&lane, many, acked).await });
+        // Made here, not in the task: a task dropped before it first runs (its runtime
+        // shutting down) frees the lane too.
+        let draining = Draining {
+            inner: Arc::clone(self.inner),
+            lane: self.lane.clone(),
+            done: false,
+        };
+        let (many, acked) = (self.many, self.acked);
+        runtime.spawn(async move { draining.drain(many, acked).await });
+    }
+}
+
+/// A lane being drained by a task of the driver: freed if the task is dropped before the
+/// lane is empty (its runtime shut down), failing the calls still waiting there. The
+/// lane would otherwise stay in flight, and every later call queue for a batch that
+/// nothing sends.
+struct Draining<C: Connector> {
+    inner: Arc<Inner<C>>,
+    lane: LaneId,
+    /// The lane was emptied and freed ([`Batches::next`] answered `None`): it may be
+    /// another call's by now.
+    done: bool,
+}
+
+impl<C: Connector> Draining<C> {
+    /// Sends what waits in the lane, a batch at a time, until none waits.
+    async fn drain(mut self, many: &'static Lua, acked: bool) {
+        let inner = Arc::clone(&self.inner);
+        while let Some(batch) = inner.batches.next(&self.lane, inner.settings.max_batch) {
+            inner.send_batch(batch, many, acked).await;
+        }
+        self.done = true;
+    }
+}
+
+impl<C: Connector> Drop for Draining<C> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.inner.batches.abandon(&self.lane);
+        }
     }
 }
 
@@ -212,13 +249,6 @@ impl<C: Connector> Inner<C> {
                     Err(_) => Err(DriverError::Timeout(limit)),
                 }
             }
-        }
-    }
-
-    /// Sends what waits in `lane`, a batch at a time, until none waits.
-    async fn drain(&self, lane: &LaneId, many: &'static Lua, acked: bool) {
-        while let Some(batch) = self.batches.next(lane, self.settings.max_batch) {
-            self.send_batch(batch, many, acked).await;
         }
     }
 
