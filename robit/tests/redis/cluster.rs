@@ -422,3 +422,61 @@ async fn a_lock_held_while_its_slot_migrates_keeps_its_lease_and_its_tokens_keep
     );
     after.unlock().await.expect("its release");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_taken_together_in_cluster_mode_go_out_in_batches_of_one_slot_each() {
+    // Three thousand names over 1,024 buckets: several share each bucket, hence a slot,
+    // and their calls a batch. A batch that mixed slots would be refused (CROSSSLOT).
+    let cluster = RedisCluster::start(3, 0).await;
+    let driver = cluster_driver(&cluster, true);
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .expect("a release");
+    let masters = cluster.master_ports().await;
+    for &port in &masters {
+        let _: () = redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async(&mut cluster.node(port).admin().await)
+            .await
+            .expect("CONFIG RESETSTAT");
+    }
+    let requests: Vec<_> = (0..3000)
+        .map(|i| request(&format!("together-{i}"), 1))
+        .collect();
+    let answers =
+        futures_util::future::join_all(requests.iter().map(|request| driver.acquire(request)))
+            .await;
+    let mut leases = Vec::new();
+    for (i, answer) in answers.into_iter().enumerate() {
+        match answer {
+            Ok(Acquire::Granted(lease)) => leases.push(lease),
+            other => panic!("together-{i} was answered {other:?}"),
+        }
+    }
+    let mut calls = 0;
+    for &port in &masters {
+        let stats: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut cluster.node(port).admin().await)
+            .await
+            .expect("INFO commandstats");
+        calls += stats
+            .lines()
+            .filter(|line| {
+                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:")
+            })
+            .filter_map(|line| {
+                line.split("calls=")
+                    .nth(1)?
+                    .split(',')
+                    .next()?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum::<u64>();
+    }
+    assert!(calls < 2500, "3000 acquires took {calls} script calls");
+    futures_util::future::join_all(leases.iter().map(|lease| lease.release())).await;
+}
