@@ -66,6 +66,14 @@ impl ModelConfig {
         Self::with_backend("redis")
     }
 
+    /// Two client hosts over the simulated Redis, each running two mutexes over its one
+    /// Redis driver: their calls meet on the driver's connection and go out in batches
+    /// of several callers (`c1#1` and `c1#2` share host `c1`; a fault strikes both).
+    pub fn redis_shared() -> Self {
+        let world = WORLD.replace("count = 3", "count = 2\nmutexes = 2");
+        Self::with_world("backend = \"redis\"\n", &world)
+    }
+
     /// Three clients over `servers` simulated Redis servers (3 to 9), each its own host,
     /// through robit's `RedlockDriver`. The sequences also cut a client off from one
     /// server, and restart one server (losing its data or not).
@@ -79,7 +87,11 @@ impl ModelConfig {
     }
 
     fn with_header(header: &str) -> Self {
-        let text = format!("{header}{WORLD}");
+        Self::with_world(header, WORLD)
+    }
+
+    fn with_world(header: &str, world: &str) -> Self {
+        let text = format!("{header}{world}");
         #[allow(clippy::expect_used)] // A constant: tested below.
         let world = Scenario::parse("model", &text).expect("the model's world parses");
         Self {
@@ -262,6 +274,23 @@ mod tests {
             ["c1", "c2", "c3"]
         );
         assert_eq!(ModelConfig::redis().world.client_names().len(), 3);
+        let shared = ModelConfig::redis_shared().world;
+        assert_eq!(shared.client_names(), ["c1", "c2"]);
+        assert_eq!(shared.lanes(), ["c1#1", "c1#2", "c2#1", "c2#2"]);
         assert_eq!(ModelConfig::redlock(5).world.servers(), 5);
+    }
+
+    #[test]
+    fn the_model_names_each_client_and_host_as_its_world_does() {
+        // A command sent to a name the world does not know would be dropped unseen.
+        for config in [ModelConfig::redis(), ModelConfig::redis_shared()] {
+            current::install(&config);
+            let shape = current::shape();
+            let clients: Vec<String> = (0..shape.clients).map(current::client_name).collect();
+            let hosts: Vec<String> = (0..shape.hosts()).map(current::host_name).collect();
+            current::uninstall();
+            assert_eq!(clients, config.world.lanes());
+            assert_eq!(hosts, config.world.client_names());
+        }
     }
 }

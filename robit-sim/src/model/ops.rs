@@ -7,7 +7,12 @@ use proptest::prelude::*;
 use proptest::strategy::Union;
 use proptest_state_machine::ReferenceStateMachine;
 
-/// One step of a model-checking sequence. Clients are numbered from 0 (`c1` is 0).
+/// One step of a model-checking sequence. Clients are numbered from 0 (`c1` is 0). A
+/// command (lock, try-lock, unlock, write) names a client; a fault (a partition, a
+/// repair, a pause, drift, a crash, a restart) names a client host, and strikes every
+/// client it runs. They are the same but in a world whose hosts run several mutexes over
+/// their one driver ([`ModelConfig::redis_shared`](crate::ModelConfig::redis_shared)),
+/// where client `c1#2` is host `c1`'s second.
 ///
 /// # Example
 ///
@@ -54,9 +59,7 @@ pub enum Op {
     RestartServer(usize, bool),
 }
 
-fn client(index: usize) -> String {
-    format!("c{}", index + 1)
-}
+use super::current::{client_name as client, host_name as host};
 
 impl fmt::Display for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,14 +70,14 @@ impl fmt::Display for Op {
             Self::Unlock(c) => write!(f, "unlock {}", client(c)),
             Self::Write(c) => write!(f, "write {}", client(c)),
             Self::Advance(n) => write!(f, "advance {}", tenths(n)),
-            Self::Partition(c) => write!(f, "partition {} | backend", client(c)),
-            Self::PartitionToBackend(c) => write!(f, "partition {} -> backend", client(c)),
-            Self::PartitionFromBackend(c) => write!(f, "partition backend -> {}", client(c)),
-            Self::Repair(c) => write!(f, "repair {}", client(c)),
-            Self::Pause(c, n) => write!(f, "pause {} for {}", client(c), tenths(n)),
-            Self::Drift(c, d) => write!(f, "drift {} {:+.3}", client(c), f64::from(d) / 1000.0),
-            Self::Crash(c) => write!(f, "crash {}", client(c)),
-            Self::Restart(c) => write!(f, "restart {}", client(c)),
+            Self::Partition(c) => write!(f, "partition {} | backend", host(c)),
+            Self::PartitionToBackend(c) => write!(f, "partition {} -> backend", host(c)),
+            Self::PartitionFromBackend(c) => write!(f, "partition backend -> {}", host(c)),
+            Self::Repair(c) => write!(f, "repair {}", host(c)),
+            Self::Pause(c, n) => write!(f, "pause {} for {}", host(c), tenths(n)),
+            Self::Drift(c, d) => write!(f, "drift {} {:+.3}", host(c), f64::from(d) / 1000.0),
+            Self::Crash(c) => write!(f, "crash {}", host(c)),
+            Self::Restart(c) => write!(f, "restart {}", host(c)),
             Self::RestartBackend(lose) => {
                 write!(
                     f,
@@ -82,7 +85,7 @@ impl fmt::Display for Op {
                     if lose { " losing state" } else { "" }
                 )
             }
-            Self::PartitionServer(c, s) => write!(f, "partition {} | backend{}", client(c), s + 1),
+            Self::PartitionServer(c, s) => write!(f, "partition {} | backend{}", host(c), s + 1),
             Self::RestartServer(s, lose) => {
                 write!(
                     f,
@@ -98,7 +101,10 @@ impl fmt::Display for Op {
 /// What the generator needs to know to keep a sequence valid.
 #[derive(Debug, Clone)]
 pub(crate) struct RefState {
+    /// Clients, which commands name.
     pub(crate) clients: usize,
+    /// Client hosts, which faults name (`crashed` and `cut` hold hosts).
+    pub(crate) hosts: usize,
     pub(crate) crashed: BTreeSet<usize>,
     pub(crate) cut: BTreeSet<usize>,
     /// Whether the backend may lose its state (only one with a quarantine survives it).
@@ -116,22 +122,23 @@ impl RefState {
     /// restart that keeps its state.
     fn client_ops(&self) -> Choices {
         let every = 0..self.clients;
+        let hosts = 0..self.hosts;
         vec![
             (6, every.clone().prop_map(Op::Lock).boxed()),
             (2, every.clone().prop_map(Op::TryLock).boxed()),
             (4, every.clone().prop_map(Op::Unlock).boxed()),
-            (3, every.clone().prop_map(Op::Write).boxed()),
+            (3, every.prop_map(Op::Write).boxed()),
             (5, (1..=30_u16).prop_map(Op::Advance).boxed()),
             (
                 1,
-                (every.clone(), 1..=30_u16)
-                    .prop_map(|(c, t)| Op::Pause(c, t))
+                (hosts.clone(), 1..=30_u16)
+                    .prop_map(|(h, t)| Op::Pause(h, t))
                     .boxed(),
             ),
             (
                 1,
-                (every, -9..=9_i8)
-                    .prop_map(|(c, d)| Op::Drift(c, d))
+                (hosts, -9..=9_i8)
+                    .prop_map(|(h, d)| Op::Drift(h, d))
                     .boxed(),
             ),
             (1, Just(Op::RestartBackend(false)).boxed()),
@@ -158,10 +165,10 @@ impl RefState {
         }
     }
 
-    /// Partitions of the clients not cut off, repairs of those that are, crashes of
+    /// Partitions of the client hosts not cut off, repairs of those that are, crashes of
     /// those up and restarts of those crashed.
     fn cuts_and_crashes(&self, choices: &mut Choices) {
-        let n = self.clients;
+        let n = self.hosts;
         let up: Vec<usize> = (0..n).filter(|c| !self.crashed.contains(c)).collect();
         let whole: Vec<usize> = (0..n).filter(|c| !self.cut.contains(c)).collect();
         let cut: Vec<usize> = self.cut.iter().copied().collect();
@@ -207,13 +214,14 @@ impl ReferenceStateMachine for Reference {
     type Transition = Op;
 
     fn init_state() -> BoxedStrategy<RefState> {
-        let (clients, state_loss, servers) = super::current::shape();
+        let shape = super::current::shape();
         Just(RefState {
-            clients,
+            clients: shape.clients,
+            hosts: shape.hosts(),
             crashed: BTreeSet::new(),
             cut: BTreeSet::new(),
-            state_loss,
-            servers,
+            state_loss: shape.state_loss,
+            servers: shape.servers,
         })
         .boxed()
     }

@@ -18,7 +18,9 @@ use crate::{CheckConfig, EventKind, Promise, Violation, check};
 pub(crate) struct Sut {
     world: SimWorld<'static>,
     config: ModelConfig,
+    /// By client host.
     partitions: BTreeMap<usize, Applied>,
+    /// By client host.
     crashes: BTreeMap<usize, Applied>,
     /// Pauses still to be undone: (when, the pause).
     ends: Vec<(Duration, Applied)>,
@@ -27,9 +29,7 @@ pub(crate) struct Sut {
     paused: Vec<(String, Duration, Duration)>,
 }
 
-fn name(client: usize) -> String {
-    format!("c{}", client + 1)
-}
+use super::current::{client_name as name, clients_of, host_name};
 
 /// The servers `on` names restart at once, losing their state or not.
 fn restart(lose_state: bool, on: Target) -> Action {
@@ -53,7 +53,8 @@ impl Sut {
 
     /// Carries `op` out, at the world's current time.
     fn perform(&mut self, op: Op) {
-        let client = |c: usize| Target::Client(name(c));
+        // A fault strikes a client host: every mutex it runs over its driver.
+        let client = |h: usize| Target::Client(host_name(h));
         let tenths = |n: u16| Duration::from_millis(100) * u32::from(n);
         match op {
             Op::Lock(c) => self.world.send(&name(c), Command::Lock { try_only: false }),
@@ -110,19 +111,22 @@ impl Sut {
         }
     }
 
-    /// Starts the partition `action` of client `c`, until a repair.
+    /// Starts the partition `action` of client host `c`, until a repair.
     fn cut_off(&mut self, c: usize, action: Action) {
         let applied = self.fault(None, action);
         self.partitions.insert(c, applied);
     }
 
-    /// Pauses client `c` for `length`: its end is due then, and the pause excuses what
-    /// its stopped clock breaks.
+    /// Pauses client host `c` for `length`: its end is due then, and the pause excuses
+    /// what its stopped clock breaks, for every client it runs.
     fn pause(&mut self, c: usize, length: Duration) {
         let now = self.world.now();
-        let applied = self.fault(Some(length), Action::Pause(Pause(Target::Client(name(c)))));
+        let host = Target::Client(host_name(c));
+        let applied = self.fault(Some(length), Action::Pause(Pause(host)));
         self.ends.push((now + length, applied));
-        self.paused.push((name(c), now, now + length));
+        for client in clients_of(c) {
+            self.paused.push((name(client), now, now + length));
+        }
     }
 
     #[allow(clippy::panic)] // How proptest learns the sequence failed.

@@ -67,10 +67,13 @@ impl Drop for Poised<'_> {
 pub(crate) enum Software {
     /// The scenario's workload, forever.
     Workload,
-    /// Commands, in order, from the test driving the world. The receiver outlives the
-    /// host's restarts.
-    Commands(Arc<tokio::sync::Mutex<UnboundedReceiver<Command>>>),
+    /// Commands, in order, from the test driving the world: one receiver for each of
+    /// the host's mutexes. The receivers outlive the host's restarts.
+    Commands(Vec<Receiver>),
 }
+
+/// Where one mutex of a host under test receives its commands.
+pub(crate) type Receiver = Arc<tokio::sync::Mutex<UnboundedReceiver<Command>>>;
 
 /// A command for a client host under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,9 +93,23 @@ impl ClientHost {
         let incarnation = self.incarnation.fetch_add(1, Ordering::Relaxed);
         let seed = self.seed ^ incarnation.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         match &self.software {
-            Software::Commands(commands) => {
+            Software::Commands(receivers) if receivers.len() == 1 => {
                 let mutex = self.mutex(0, driver, seed)?;
-                self.obey(&mutex, commands).await
+                self.obey(0, &mutex, &receivers[0]).await
+            }
+            Software::Commands(receivers) => {
+                // Each mutex obeys its own commands in its own task, over the one driver.
+                let mut tasks = tokio::task::JoinSet::new();
+                for (n, commands) in receivers.iter().enumerate() {
+                    let seed = seed ^ (n as u64).wrapping_mul(0xe703_7ed1_a0b4_28db);
+                    let mutex = self.mutex(n, Arc::clone(&driver), seed)?;
+                    let (host, commands) = (self.clone(), Arc::clone(commands));
+                    tasks.spawn(async move { host.obey(n, &mutex, &commands).await });
+                }
+                while let Some(done) = tasks.join_next().await {
+                    done??;
+                }
+                Ok(())
             }
             Software::Workload if self.client.mutexes == 1 => {
                 let mutex = self.mutex(0, driver, seed)?;
@@ -217,12 +234,14 @@ impl ClientHost {
         }
     }
 
+    /// Carries out the commands for the host's mutex `n`, in order.
     async fn obey(
         &self,
+        n: usize,
         mutex: &Mutex,
         commands: &tokio::sync::Mutex<UnboundedReceiver<Command>>,
     ) -> Result<(), robit::BoxError> {
-        let name = self.client.mutex_name(0);
+        let name = self.client.mutex_name(n);
         let name = name.as_str();
         let mut commands = commands.lock().await;
         let mut held: Option<(Guard, u64, u64)> = None;
@@ -237,7 +256,7 @@ impl ClientHost {
                     };
                     match mutex.lock_with(wait).await {
                         Ok(guard) => {
-                            let lease = self.leases[0].fetch_add(1, Ordering::Relaxed) + 1;
+                            let lease = self.leases[n].fetch_add(1, Ordering::Relaxed) + 1;
                             let token = guard.fence().get();
                             self.history
                                 .record(name, EventKind::Acquired { lease, token });

@@ -193,11 +193,15 @@ impl<'a> SimWorld<'a> {
                 poised: Arc::clone(self.handles.poised.entry(client.name.clone()).or_default()),
                 software: match &mut commands {
                     None => Software::Workload,
-                    Some(senders) => {
-                        let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
-                        senders.insert(client.name.clone(), sender);
-                        Software::Commands(Arc::new(tokio::sync::Mutex::new(receiver)))
-                    }
+                    Some(senders) => Software::Commands(
+                        (0..client.mutexes as usize)
+                            .map(|n| {
+                                let (sender, receiver) = tokio::sync::mpsc::unbounded_channel();
+                                senders.insert(client.mutex_name(n), sender);
+                                Arc::new(tokio::sync::Mutex::new(receiver))
+                            })
+                            .collect(),
+                    ),
                 },
             };
             let driver = driver.clone();
