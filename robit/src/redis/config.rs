@@ -21,7 +21,7 @@ pub const DEFAULT_HANDOFF_WINDOW: Duration = Duration::from_millis(500);
 pub const DEFAULT_QUARANTINE: Duration = crate::engine::DEFAULT_TTL;
 /// Default cap on how many calls go out in one batch: enough that a burst of renewals or
 /// of locks shares a few script calls, few enough that one batch holds the server for
-/// well under a millisecond.
+/// about half a millisecond (a few microseconds a call).
 pub const DEFAULT_MAX_BATCH: usize = 128;
 
 /// [`RedisDriverBuilder::build`] rejected the configuration.

@@ -134,7 +134,9 @@ impl<C: Connector> Lease for RedisLease<C> {
 
     async fn release(&self) -> Result<(), DriverError> {
         let call = self.release_call(None);
-        // A release that wakes a waiter of this process as it goes out goes out at once.
+        // A release with a waiter in line behind its grant goes out at once, never queued:
+        // the hand-off it makes is on that waiter's path, and a waiter of this process is
+        // woken as soon as the release is sent.
         let call = if self.next.is_some() {
             call.alone()
         } else {

@@ -290,3 +290,82 @@ fn cut_off_at(cut_at: Duration) {
     });
     drop(proxy_runtime);
 }
+
+#[tokio::test]
+async fn grants_by_the_batch_s_quick_path_and_by_the_whole_script_take_tokens_in_call_order() {
+    // A grant with a lock-delay runs acquire.lua's whole code inside the batch, which
+    // reads and writes the counter itself, between the quick grants around it. The
+    // counter is far ahead of the clock, so that every token comes from it, not from the
+    // clock: a grant that read a counter the batch had not yet written back would take a
+    // token already given.
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    let mut admin = server.admin().await;
+    let counter: String = admin.get("{robit}:fence").await.unwrap();
+    let (token, server_id) = counter.split_at(counter.find('/').unwrap());
+    let ahead = token.parse::<u64>().unwrap() + 1_000_000_000_000;
+    admin
+        .set::<_, _, ()>("{robit}:fence", format!("{ahead}{server_id}"))
+        .await
+        .unwrap();
+    let requests: Vec<AcquireRequest> = requests(1)
+        .into_iter()
+        .take(40)
+        .enumerate()
+        .map(|(i, request)| {
+            if i % 4 == 2 {
+                request.with_lock_delay(Duration::from_millis(50))
+            } else {
+                request
+            }
+        })
+        .collect();
+    let held = leases(acquire_all(&driver, &requests).await);
+    let tokens: Vec<u64> = held.iter().map(|lease| lease.fence().get()).collect();
+    assert_eq!(tokens[0], ahead + 1);
+    for pair in tokens.windows(2) {
+        assert!(pair[0] < pair[1], "tokens out of call order: {tokens:?}");
+    }
+    let counter: String = admin.get("{robit}:fence").await.unwrap();
+    let last = tokens.last().copied().unwrap_or_default();
+    assert!(
+        counter.starts_with(&format!("{last}/")),
+        "{counter} after {last}"
+    );
+}
+
+#[tokio::test]
+async fn a_full_batch_goes_out_at_once_beside_the_call_in_flight() {
+    // Answers held back 400 ms: while the first call waits for its answer, the calls
+    // behind it fill batch after batch, and each goes out when full, not one a round trip.
+    let server = RedisServer::start();
+    let proxy = SlowReplies::start(server.port()).await;
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .max_batch(100)
+        .build()
+        .unwrap();
+    granted(&driver, &request("warm", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    reset_stats(&mut server.admin().await).await;
+    proxy.set_reply_delay(Duration::from_millis(400));
+    let requests: Vec<AcquireRequest> = (0..1001)
+        .map(|i| request(&format!("full-{i}"), 5000 + i as u128))
+        .collect();
+    let all = {
+        let driver = driver.clone();
+        tokio::spawn(async move { leases(acquire_all(&driver, &requests).await).len() })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The first call, and ten full batches behind it, before any answer came back.
+    assert_eq!(script_calls(&server).await, 11);
+    assert_eq!(all.await.unwrap(), 1001);
+}

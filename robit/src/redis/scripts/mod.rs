@@ -270,6 +270,9 @@ impl ScriptCall {
         }
         let mut args = 0;
         for call in calls {
+            // The count each item's arguments are read by (many.lua): the words written,
+            // one an argument as `arg` writes them.
+            debug_assert_eq!(call.keys_and_args().skip(call.keys).count(), call.args);
             command.arg(call.args);
             for arg in call.keys_and_args().skip(call.keys) {
                 command.arg(arg);

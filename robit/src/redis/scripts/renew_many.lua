@@ -1,8 +1,11 @@
 -- Renew, for many grants at once: each item is one renew.lua call. A grant without a
 -- lock-delay and with nobody waiting is renewed here, from one reading of the clock:
--- its key lives exactly as long as the grant (its expiry is the grant's end), so a key
--- still there holding the caller's owner token is the caller's grant, not ended. Every
--- other item runs renew.lua's whole code.
+-- its key expires when the grant ends (its PX was set with the TTL right after the TIME
+-- its value records, so it may outlive the recorded end by a millisecond or so), and a
+-- key still there holding the caller's owner token is the caller's grant. Where
+-- renew.lua would find such a grant just ended and refuse, this renews it: harmless, as
+-- nobody else can have taken a key that still holds it, and the holder's validity counts
+-- from its renewal's send. Every other item runs renew.lua's whole code.
 -- KEYS  item i's lock: renew.lua's KEYS[1]
 -- ARGV  item by item: its number of arguments, then renew.lua's ARGV for it
 -- Returns one answer per item, in order: what renew.lua answers it, or its error.

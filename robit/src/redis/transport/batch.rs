@@ -20,8 +20,11 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 
+use std::time::Duration;
+
 use redis::Value;
 use tokio::sync::oneshot;
+use tokio::time::Instant;
 
 use super::Connector;
 use super::connection::Current;
@@ -43,11 +46,56 @@ pub(in crate::redis) struct Batches {
     lanes: StdMutex<BTreeMap<&'static str, BTreeMap<Vec<u8>, Lane>>>,
 }
 
-/// Calls of one script on one hash tag: whether one is in flight, and those that wait.
-#[derive(Default)]
+/// Calls of one script on one hash tag: whether one is in flight (a lead call, or a
+/// drain's batch) and since when, and those that wait.
 struct Lane {
     in_flight: bool,
+    since: Instant,
     waiting: VecDeque<Waiting>,
+}
+
+impl Lane {
+    fn new() -> Self {
+        Self {
+            in_flight: false,
+            since: Instant::now(),
+            waiting: VecDeque::new(),
+        }
+    }
+
+    /// Up to `max` of the waiting calls whose callers still wait, oldest first, and up to
+    /// [`MAX_BATCH_BYTES`] (one call at least, however large).
+    fn take(&mut self, max: usize) -> Vec<Waiting> {
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while batch.len() < max
+            && let Some(waiting) = self.waiting.pop_front()
+        {
+            if waiting.answer.is_closed() {
+                continue;
+            }
+            let size = waiting.call.bytes();
+            if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+                self.waiting.push_front(waiting);
+                break;
+            }
+            bytes += size;
+            batch.push(waiting);
+        }
+        batch
+    }
+
+    /// Drops the callers at the front that gave up; answers whether any still waits.
+    fn anyone_waits(&mut self) -> bool {
+        while self
+            .waiting
+            .front()
+            .is_some_and(|waiting| waiting.answer.is_closed())
+        {
+            self.waiting.pop_front();
+        }
+        !self.waiting.is_empty()
+    }
 }
 
 /// A queued call, and where its answer goes.
@@ -62,6 +110,24 @@ enum Joined {
     Lead(ScriptCall),
     /// It waits for the batch it will go out in.
     Queued(oneshot::Receiver<Result<Answered, DriverError>>),
+    /// It made a batch full, which goes out now, beside the call in flight: a full batch
+    /// gains nothing by waiting, and on a slow network one batch a round trip would cap
+    /// the lane at `max_batch` calls a round trip.
+    Full(
+        Vec<Waiting>,
+        oneshot::Receiver<Result<Answered, DriverError>>,
+    ),
+}
+
+/// How a lane is run: the batch cap, and how long a call may be in flight before the
+/// lane counts as stranded.
+#[derive(Clone, Copy)]
+struct Limits {
+    max_batch: usize,
+    /// A call in flight takes at most the connect timeout and the command timeout; one
+    /// in flight longer is a drain that never ran (its runtime is not being driven), and
+    /// the next call leads the lane instead of queueing behind it for ever.
+    stranded_after: Duration,
 }
 
 /// Which lane: the script, and the hash tag of the call's keys.
@@ -97,55 +163,48 @@ impl Batches {
         self.lanes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Puts `call` in its lane: to go out now, if nothing there is in flight, or to wait.
-    fn join(&self, lane: &LaneId, call: ScriptCall) -> Joined {
+    /// Puts `call` in its lane: to go out now, if nothing there is in flight (or only a
+    /// stranded call), to wait, or to go out with the full batch it completes.
+    fn join(&self, lane: &LaneId, call: ScriptCall, limits: Limits) -> Joined {
         let mut lanes = self.lanes();
         let tags = lanes.entry(lane.script).or_default();
         let lane = match tags.get_mut(lane.tag.as_slice()) {
             Some(found) => found,
-            None => tags.entry(lane.tag.clone()).or_default(),
+            None => tags.entry(lane.tag.clone()).or_insert_with(Lane::new),
         };
-        if !lane.in_flight {
+        let now = Instant::now();
+        if !lane.in_flight || now.saturating_duration_since(lane.since) > limits.stranded_after {
             lane.in_flight = true;
+            lane.since = now;
             return Joined::Lead(call);
         }
         let (answer, receiver) = oneshot::channel();
         lane.waiting.push_back(Waiting { call, answer });
+        if lane.waiting.len() >= limits.max_batch {
+            return Joined::Full(lane.take(limits.max_batch), receiver);
+        }
         Joined::Queued(receiver)
     }
 
     /// The call in flight in `lane` was answered: whether others wait (the lane stays in
     /// flight for them), or the lane is free.
-    fn answered(&self, lane: &LaneId) -> bool {
+    fn more_waiting(&self, lane: &LaneId) -> bool {
         self.next(lane, 0).is_some()
     }
 
-    /// The next batch of `lane`: up to `max` of its waiting calls whose callers still
-    /// wait, and up to [`MAX_BATCH_BYTES`]; `None`, freeing the lane, when none waits.
-    /// With `max` 0, takes none, and answers whether any waits.
+    /// The next batch of `lane` ([`Lane::take`]); `None`, freeing the lane, when none
+    /// waits. With `max` 0, takes none, and answers whether any waits.
     fn next(&self, lane: &LaneId, max: usize) -> Option<Vec<Waiting>> {
         let mut lanes = self.lanes();
         let found = lanes
             .get_mut(lane.script)
             .and_then(|tags| tags.get_mut(lane.tag.as_slice()))?;
-        found.waiting.retain(|waiting| !waiting.answer.is_closed());
-        if found.waiting.is_empty() {
+        if !found.anyone_waits() {
             found.in_flight = false;
             return None;
         }
-        let mut batch = Vec::new();
-        let mut bytes = 0;
-        while batch.len() < max
-            && let Some(waiting) = found.waiting.front()
-        {
-            let size = waiting.call.bytes();
-            if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
-                break;
-            }
-            bytes += size;
-            batch.extend(found.waiting.pop_front());
-        }
-        Some(batch)
+        found.since = Instant::now();
+        Some(found.take(max))
     }
 
     /// Frees `lane`, failing every call that waits in it: nothing can send them.
@@ -165,7 +224,7 @@ struct Lead<'a, C: Connector> {
 
 impl<C: Connector> Drop for Lead<'_, C> {
     fn drop(&mut self) {
-        if !self.inner.batches.answered(&self.lane) {
+        if !self.inner.batches.more_waiting(&self.lane) {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -229,7 +288,14 @@ impl<C: Connector> Inner<C> {
             return self.send_alone(current, &call, acked).await;
         };
         let lane = LaneId::of(&call);
-        match self.batches.join(&lane, call) {
+        let settings = &self.settings;
+        let limits = Limits {
+            max_batch: settings.max_batch,
+            stranded_after: settings
+                .connect_timeout
+                .saturating_add(settings.command_timeout),
+        };
+        match self.batches.join(&lane, call, limits) {
             Joined::Lead(call) => {
                 let _lead = Lead {
                     inner: self,
@@ -239,16 +305,28 @@ impl<C: Connector> Inner<C> {
                 };
                 self.send_alone(current, &call, acked).await
             }
-            Joined::Queued(answer) => {
-                let limit = self.settings.command_timeout;
-                match tokio::time::timeout(limit, answer).await {
-                    Ok(Ok(answer)) => answer,
-                    Ok(Err(_)) => Err(DriverError::unavailable(
-                        "the call's batch was dropped unsent: the runtime is shutting down",
-                    )),
-                    Err(_) => Err(DriverError::Timeout(limit)),
-                }
+            Joined::Queued(answer) => self.answer_to(answer).await,
+            Joined::Full(batch, answer) => {
+                let inner = Arc::clone(self);
+                tokio::spawn(async move { inner.send_batch(batch, many, acked).await });
+                self.answer_to(answer).await
             }
+        }
+    }
+
+    /// A queued call's answer, once its batch is answered: within the command timeout.
+    async fn answer_to(
+        &self,
+        answer: oneshot::Receiver<Result<Answered, DriverError>>,
+    ) -> Result<Answered, DriverError> {
+        let limit = self.settings.command_timeout;
+        match tokio::time::timeout(limit, answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(DriverError::unavailable(
+                "the call's batch was dropped unsent: the task that was to send it ended \
+                 (its runtime shut down)",
+            )),
+            Err(_) => Err(DriverError::Timeout(limit)),
         }
     }
 
