@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex as StdMutex, MutexGuard, PoisonError};
 
 use std::time::Duration;
 
+use futures_util::future::join_all;
 use redis::Value;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -332,40 +333,57 @@ impl<C: Connector> Inner<C> {
 
     /// Sends `batch` as one call and gives each caller its answer.
     async fn send_batch(&self, batch: Vec<Waiting>, many: &'static Lua, acked: bool) {
-        let calls: Vec<&ScriptCall> = batch.iter().map(|waiting| &waiting.call).collect();
-        let sent = match self.connection().await {
-            Ok(current) => {
-                let generation = current.generation();
-                let answered = match calls.as_slice() {
-                    [call] => self.send_alone(current, call, acked).await,
-                    _ => {
-                        let call = ScriptCall::batch(many, &calls);
-                        self.send_alone(current, &call, acked).await
-                    }
-                };
-                answered.map(|answered| (generation, answered))
-            }
-            Err(err) => Err(err),
+        let (calls, mut answers): (Vec<ScriptCall>, Vec<_>) = batch
+            .into_iter()
+            .map(|waiting| (waiting.call, waiting.answer))
+            .unzip();
+        // Given up by every caller, the call is dropped: the connection learns that a call
+        // went unanswered (`connection.rs`, `Abandoned`) as it would from a lone caller
+        // that gave up, and the lane is not held for the rest of the command timeout.
+        let everyone_gone = join_all(answers.iter_mut().map(oneshot::Sender::closed));
+        let sent = tokio::select! {
+            biased;
+            sent = self.send_calls(&calls, many, acked) => sent,
+            _ = everyone_gone => return,
         };
-        let single = batch.len() == 1;
         match sent {
             Ok((generation, (value, acks))) => {
-                let items = if single {
-                    vec![Ok(value)]
-                } else {
-                    self.items(value, batch.len(), generation)
+                let items = match calls.len() {
+                    1 => vec![Ok(value)],
+                    count => self.items(value, count, generation),
                 };
-                for (waiting, item) in batch.into_iter().zip(items) {
+                for (answer, item) in answers.into_iter().zip(items) {
                     let acks = acks.as_ref().copied().map_err(DriverError::share);
-                    let _ = waiting.answer.send(item.map(|value| (value, acks)));
+                    let _ = answer.send(item.map(|value| (value, acks)));
                 }
             }
             Err(err) => {
-                for waiting in batch {
-                    let _ = waiting.answer.send(Err(err.share()));
+                for answer in answers {
+                    let _ = answer.send(Err(err.share()));
                 }
             }
         }
+    }
+
+    /// Sends `calls` as one call (one of them alone, as itself), on the command
+    /// connection: its answer, and the connection it was sent on.
+    async fn send_calls(
+        &self,
+        calls: &[ScriptCall],
+        many: &'static Lua,
+        acked: bool,
+    ) -> Result<(u64, Answered), DriverError> {
+        let current = self.connection().await?;
+        let generation = current.generation();
+        let answered = match calls {
+            [call] => self.send_alone(current, call, acked).await,
+            _ => {
+                let calls: Vec<&ScriptCall> = calls.iter().collect();
+                let call = ScriptCall::batch(many, &calls);
+                self.send_alone(current, &call, acked).await
+            }
+        }?;
+        Ok((generation, answered))
     }
 
     /// A batch's answer, item by item: each item's answer, or its own error.
