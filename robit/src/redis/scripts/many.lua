@@ -1,5 +1,5 @@
 -- Many calls of one script, in one: the calls that callers of one driver made while
--- another of the same kind was in flight (redis/transport/batch.rs). Each call is an
+-- another of the same kind was in flight (redis/transport/batch/). Each call is an
 -- item: its keys, as many for every item, all before any argument; then, item by item,
 -- how many arguments it has and the arguments. Included, after common.lua, in each batch
 -- script, which defines the one script's code as a function of its KEYS and ARGV and

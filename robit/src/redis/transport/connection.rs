@@ -221,7 +221,7 @@ impl<C: Connector> Inner<C> {
     }
 
     /// Runs a call of acquire or renew — with others of its script, if some are in
-    /// flight (`batch.rs`) — followed in the same round trip by a `WAIT` for the
+    /// flight (`batch/`) — followed in the same round trip by a `WAIT` for the
     /// replicas the settings ask for. Answers the script's answer and whether enough
     /// replicas acknowledged it (always, when none must): if not, the error that says so.
     pub(in crate::redis) async fn run_acked_on<T: FromRedisValue>(
