@@ -369,3 +369,33 @@ async fn a_full_batch_goes_out_at_once_beside_the_call_in_flight() {
     assert_eq!(script_calls(&server).await, 11);
     assert_eq!(all.await.unwrap(), 1001);
 }
+
+#[tokio::test]
+async fn a_batch_carries_at_most_its_bytes_and_the_calls_beyond_go_in_the_next() {
+    // 200 acquires of names of 1 KiB, each call about 2.4 KiB (the name is in two keys),
+    // and a cap of 1,000 calls: the 128 KiB a batch may carry take about 53 of them, so
+    // the 199 behind the first go out in four batches, not one.
+    let server = RedisServer::start();
+    let driver = RedisDriver::builder(&server.url())
+        .quarantine(Duration::ZERO)
+        .max_batch(1000)
+        .build()
+        .unwrap();
+    granted(&driver, &request("first", 1))
+        .await
+        .release()
+        .await
+        .unwrap();
+    reset_stats(&mut server.admin().await).await;
+    let long = "n".repeat(1024);
+    let requests: Vec<AcquireRequest> = (0..200)
+        .map(|i| request(&format!("{i}-{long}"), 7000 + i as u128))
+        .collect();
+    let held = leases(acquire_all(&driver, &requests).await);
+    assert_eq!(held.len(), 200);
+    let calls = script_calls(&server).await;
+    assert!(
+        (4..=8).contains(&calls),
+        "200 acquires took {calls} script calls"
+    );
+}
