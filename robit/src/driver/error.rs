@@ -81,6 +81,7 @@ impl DriverError {
 
     /// A copy for another caller the same failure reached (the callers of one batch):
     /// the same kind and words; a source, which cannot be copied, as its words.
+    #[cfg(feature = "redis")]
     pub(crate) fn share(&self) -> Self {
         match self {
             Self::Unavailable { source } => Self::unavailable(source.to_string()),
