@@ -399,3 +399,52 @@ async fn a_batch_carries_at_most_its_bytes_and_the_calls_beyond_go_in_the_next()
         "200 acquires took {calls} script calls"
     );
 }
+
+#[test]
+fn a_lane_whose_call_is_stranded_on_a_runtime_nobody_drives_is_led_by_the_next_call() {
+    // A current-thread runtime leaves its lead call in flight and is kept, but never
+    // driven again: that call neither finishes nor is dropped. Past the connect and
+    // command timeouts (600 ms here), no call can still be in flight, and the next call,
+    // on another runtime, leads the lane instead of queueing behind it.
+    let server = RedisServer::start();
+    let proxy_runtime = tokio::runtime::Runtime::new().unwrap();
+    let proxy = proxy_runtime.block_on(SlowReplies::start(server.port()));
+    let driver = RedisDriver::builder(&proxy.url())
+        .quarantine(Duration::ZERO)
+        .connect_timeout(Duration::from_millis(300))
+        .command_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let runtime = || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    };
+    // The driver's connection is opened on the proxy's runtime, which runs throughout.
+    proxy_runtime.block_on(async {
+        granted(&driver, &request("warm", 1))
+            .await
+            .release()
+            .await
+            .unwrap();
+    });
+    let stranded = runtime();
+    stranded.block_on(async {
+        proxy.set_reply_delay(Duration::from_millis(100));
+        let driver = driver.clone();
+        tokio::spawn(async move { driver.acquire(&request("stranded", 2)).await });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    });
+    proxy.set_reply_delay(Duration::ZERO);
+    runtime().block_on(async {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let answer = driver.acquire(&request("after", 3)).await;
+        assert!(
+            matches!(answer, Ok(Acquire::Granted(_))),
+            "the call behind a stranded one was answered {answer:?}"
+        );
+    });
+    drop(stranded);
+    drop(proxy_runtime);
+}
