@@ -10,7 +10,10 @@
 //! node); when it is answered, a task of the driver sends what queued, a batch at a
 //! time, until the lane is empty. A batch is capped at the driver's `max_batch` calls
 //! and [`MAX_BATCH_BYTES`](lanes::MAX_BATCH_BYTES) bytes, so that one never holds the
-//! server for long.
+//! server for long; a call that makes a batch full sends it at once, beside the call in
+//! flight, since waiting cannot make it larger. A lane whose call has been in flight
+//! longer than a call can take (its drain's runtime is not being driven) is led by the
+//! next call instead.
 //!
 //! Each caller's answer is its own: the batch script answers every item in its place,
 //! an item's error included (one bad request fails only its caller), and a failure of
