@@ -198,7 +198,7 @@ impl ScriptCall {
     /// arguments (scripts/many.lua).
     pub(super) fn batch(many: &'static Lua, calls: &[&ScriptCall]) -> Self {
         let keys: usize = calls.iter().map(|call| call.keys).sum();
-        let bytes: usize = calls.iter().map(|call| call.bytes() + 4).sum();
+        let bytes = batch_room(calls);
         let hash = many.script().get_hash();
         let mut command =
             Cmd::with_capacity(3 + keys + calls.len() * 13, 7 + hash.len() + 4 + bytes);
@@ -330,6 +330,12 @@ impl ScriptCall {
         let acked = acked.and_then(|acked| Ok(u32::from_redis_value(acked)?));
         Ok((answer, acked))
     }
+}
+
+/// The bytes a batch of `calls` is made with room for: their keys and arguments, and
+/// each one's count. A hint: a command that outgrows it grows.
+fn batch_room(calls: &[&ScriptCall]) -> usize {
+    calls.iter().map(|call| call.bytes() + 4).sum()
 }
 
 /// Sends `pipe` and answers each command's reply on its own: a server's error stays that

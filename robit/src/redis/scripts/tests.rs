@@ -248,3 +248,48 @@ fn a_key_is_one_argument() {
         );
     }
 }
+
+#[test]
+fn a_batch_call_sends_every_item_s_keys_then_each_item_s_count_and_arguments() {
+    // The layout many.lua reads: all keys first, then, item by item, how many arguments
+    // it has and the arguments; a renewal with a lock-delay has two more.
+    let lock = |name: &'static [u8]| Key::new(b"{t}", b":lock:", name);
+    let plain = RenewArgs {
+        lock: lock(b"a"),
+        owner: &[b'a'; 32][..],
+        ttl_ms: 1000,
+        lock_delay: None,
+    };
+    let delayed = RenewArgs {
+        lock: lock(b"b"),
+        owner: &[b'b'; 32][..],
+        ttl_ms: 2000,
+        lock_delay: Some(("2000+500", 2500)),
+    };
+    let (plain, delayed) = (ScriptCall::new(&plain, 0), ScriptCall::new(&delayed, 0));
+    let many = RENEW.many.expect("renew has a batch script");
+    let batch = ScriptCall::batch(many, &[&plain, &delayed]);
+    let words: Vec<String> = batch
+        .words()
+        .into_iter()
+        .map(|word| String::from_utf8(word).unwrap())
+        .collect();
+    let (a, b) = ("a".repeat(32), "b".repeat(32));
+    let expected = [
+        "EVALSHA",
+        many.script().get_hash(),
+        "2",
+        "{t}:lock:a",
+        "{t}:lock:b",
+        "2",
+        &a,
+        "1000",
+        "4",
+        &b,
+        "2000",
+        "2000+500",
+        "2500",
+    ];
+    assert_eq!(words, expected);
+    assert_eq!(batch.args(), 8);
+}
