@@ -250,12 +250,6 @@ fn cut_off_at(cut_at: Duration) {
         .quarantine(Duration::ZERO)
         .build()
         .unwrap();
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    };
     let first = runtime();
     first.block_on(async {
         granted(&driver, &request("warm", 1))
@@ -415,12 +409,6 @@ fn a_lane_whose_call_is_stranded_on_a_runtime_nobody_drives_is_led_by_the_next_c
         .command_timeout(Duration::from_millis(300))
         .build()
         .unwrap();
-    let runtime = || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    };
     // The driver's connection is opened on the proxy's runtime, which runs throughout.
     proxy_runtime.block_on(async {
         granted(&driver, &request("warm", 1))
@@ -447,4 +435,12 @@ fn a_lane_whose_call_is_stranded_on_a_runtime_nobody_drives_is_led_by_the_next_c
     });
     drop(stranded);
     drop(proxy_runtime);
+}
+
+/// A runtime of one thread, which runs only while a test drives it.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }

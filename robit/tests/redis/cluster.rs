@@ -465,34 +465,16 @@ async fn locks_taken_together_in_cluster_mode_go_out_in_batches_of_one_slot_each
     take_all("warm").await;
     let masters = cluster.master_ports().await;
     for &port in &masters {
-        let _: () = redis::cmd("CONFIG")
-            .arg("RESETSTAT")
-            .query_async(&mut cluster.node(port).admin().await)
-            .await
-            .expect("CONFIG RESETSTAT");
+        crate::driver::reset_stats(&mut cluster.node(port).admin().await).await;
     }
     take_all("together").await;
     // Acquires and releases: 6,000 calls, in about two script calls a bucket each.
     let mut calls = 0;
     for &port in &masters {
-        let stats: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query_async(&mut cluster.node(port).admin().await)
-            .await
-            .expect("INFO commandstats");
-        calls += stats
-            .lines()
-            .filter(|line| {
-                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:")
-            })
-            .filter_map(|line| {
-                line.split("calls=")
-                    .nth(1)?
-                    .split(',')
-                    .next()?
-                    .parse::<u64>()
-                    .ok()
-            })
+        let counts = crate::driver::commands_run(&mut cluster.node(port).admin().await).await;
+        calls += ["evalsha", "eval"]
+            .iter()
+            .filter_map(|name| counts.get(*name))
             .sum::<u64>();
     }
     assert!(calls < 4500, "6,000 calls took {calls} script calls");

@@ -103,10 +103,7 @@ local function acquire(keys, args, count)
   return acquire_one(k, a)
 end
 
-local answers = {}
-for i, keys, args, count in items(4) do
-  answers[i] = answer_of(acquire, keys, args, count)
-end
+local answers = answer_all(4, acquire)
 for _, key in ipairs(read) do
   write_back(key)
 end

@@ -47,3 +47,13 @@ local function answer_of(one, keys, args, count)
   end
   return redis.error_reply(tostring(answer))
 end
+
+-- Every item's answer, in order, from `one` (what answer_of makes of it). `per`: how many
+-- keys an item has.
+local function answer_all(per, one)
+  local answers = {}
+  for i, keys, args, count in items(per) do
+    answers[i] = answer_of(one, keys, args, count)
+  end
+  return answers
+end

@@ -6,8 +6,4 @@ local function release(keys, args, count)
   return release_one(tables(2, keys, args, count))
 end
 
-local answers = {}
-for i, keys, args, count in items(2) do
-  answers[i] = answer_of(release, keys, args, count)
-end
-return answers
+return answer_all(2, release)

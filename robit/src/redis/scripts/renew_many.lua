@@ -30,8 +30,4 @@ local function renew(keys, args, count)
   return renew_one(tables(1, keys, args, count))
 end
 
-local answers = {}
-for i, keys, args, count in items(1) do
-  answers[i] = answer_of(renew, keys, args, count)
-end
-return answers
+return answer_all(1, renew)
