@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use robit::Driver;
-use robit::driver::{Acquire, AcquireRequest, Lease, LockName, OwnerToken, Renewal};
+use robit::driver::{Acquire, AcquireRequest, Lease, LockName, OwnerToken, Renewal, Waiter};
 use tokio::time::Instant;
 
 /// How the contract checks are timed.
@@ -277,7 +277,7 @@ where
     ContractReport { outcomes }
 }
 
-const RULES: [&str; 10] = [
+const RULES: [&str; 11] = [
     "a free name is granted, and a held one refused with an expiry within the TTL",
     "a grant still holds just before its TTL",
     "a grant is gone after its TTL, and the next token is higher",
@@ -288,6 +288,7 @@ const RULES: [&str; 10] = [
     "a late release never deletes a newer holder's grant",
     "fencing tokens strictly increase across releases, expiries and owners",
     "concurrent acquires of one name grant exactly one",
+    "a waiter granted after a release holds for the TTL from its attempt answered held",
 ];
 
 /// Checks rule `index` on a fresh lock name, again (on another) while its steps come too
@@ -401,7 +402,7 @@ async fn run_rule<D: Driver>(index: usize, ctx: &Ctx<D>) -> Check {
             }
             Ok(())
         }
-        _ => {
+        9 => {
             let attempts = futures_util::future::join_all((0..16).map(|_| ctx.acquire())).await;
             let mut grants = 0;
             for attempt in attempts {
@@ -414,7 +415,43 @@ async fn run_rule<D: Driver>(index: usize, ctx: &Ctx<D>) -> Check {
                 n => Err(format!("{n} of 16 concurrent acquires were granted").into()),
             }
         }
+        _ => handed_on(ctx).await,
     }
+}
+
+/// Rule 10: a waiter, told the name is held, is granted it once the holder releases it
+/// — by its next attempt's own grant, or by a grant the release handed it
+/// ([`Acquire::Handed`]), which must hold for the TTL from the attempt answered held.
+async fn handed_on<D: Driver>(ctx: &Ctx<D>) -> Check {
+    let first = ctx.granted("the holder").await?;
+    let id = 0xC0_FFEE_0000_0000 + u128::from(ctx.owners.fetch_add(1, Ordering::Relaxed));
+    let waiter = Waiter::new(id, Duration::from_secs(1));
+    let mut request = ctx.request().with_waiter(waiter);
+    let queued = Instant::now();
+    ctx.while_held(queued, "the waiter", async {
+        match ctx.driver.acquire(&request).await {
+            Ok(Acquire::Held { .. }) => Ok(()),
+            other => Err(format!(
+                "the waiter: expected the name to be held, got {other:?}"
+            )),
+        }
+    })
+    .await?;
+    ctx.release(&first, "the holder").await?;
+    request.owner = ctx.request().owner;
+    request.waiter = Some(waiter.on_attempt(1));
+    let lease = match ctx.driver.acquire(&request).await {
+        Ok(Acquire::Granted(lease) | Acquire::Handed(lease)) => lease,
+        other => return Err(format!("the waiter, after the release: got {other:?}").into()),
+    };
+    order(first.fence().get(), lease.fence().get())?;
+    let until = queued + ctx.ttl.saturating_sub(ctx.slack) * 9 / 10;
+    tokio::time::sleep_until(until).await;
+    let what = "a rival, just before the TTL from the waiter's attempt answered held";
+    ctx.while_held(queued, what, ctx.held(what)).await?;
+    ctx.release(&lease, "the waiter").await?;
+    ctx.granted("after the waiter's release").await?;
+    Ok(())
 }
 
 fn order(earlier: u64, later: u64) -> Result<(), String> {

@@ -2,10 +2,11 @@
 //!
 //! A driver puts robit's mutex on a new backend by implementing
 //! [`robit::driver::Driver`] and [`robit::driver::Lease`]. The mutex does everything that
-//! involves time on the client and relies on the driver for ten rules: a grant is
+//! involves time on the client and relies on the driver for eleven rules: a grant is
 //! created atomically, lives at least its TTL from the *send* of the request, carries a
 //! fencing token above every earlier one of its name, and is renewed and released only
-//! by its own owner. [`check_contract`] checks each rule against the live driver and its
+//! by its own owner; a grant a release hands to a waiter holds from the waiter's attempt
+//! answered held. [`check_contract`] checks each rule against the live driver and its
 //! real backend, in real time, and reports each rule that broke with what the driver did
 //! instead.
 //!

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::events::{LockEvent, Peer};
+use super::lock_keys::Waiters;
 use super::pubsub::Channels;
 use super::resp::Frame;
 use super::script_cache::ScriptCache;
@@ -23,6 +24,9 @@ pub(crate) struct Exec<'a> {
     pub(crate) scripts: Option<&'a mut ScriptCache>,
     pub(crate) channels: &'a mut Channels,
     pub(crate) events: &'a mut Vec<LockEvent>,
+    /// Who queued each waiter (see `lock_keys`); `None` for a command a script called,
+    /// whose effects are looked at with the script's, as a whole.
+    pub(crate) waiters: Option<&'a mut Waiters>,
     /// The backend's local time, elapsed since the simulation started.
     pub(crate) now: Duration,
     pub(crate) peer: &'a Peer,

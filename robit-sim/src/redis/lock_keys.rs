@@ -23,22 +23,28 @@
 //! The namespace's quarantine key, `{<namespace>}:quarantine`, written with a TTL is a
 //! quarantine: no grants in the namespace until it expires.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::commands::Command;
-use super::events::{LockEvent, LockEventKind};
+use super::events::{LockEvent, LockEventKind, Peer};
 use super::exec::Exec;
 use super::store::parse_integer;
 
 /// The time to live reported for a grant written without an expiry.
 const NO_EXPIRY: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-/// A lock's key as it was before a command ran.
-#[derive(Debug)]
+/// The locks' keys and the queues a command may write, as they were before it ran.
+#[derive(Debug, Default)]
 pub(crate) struct Watched {
-    key: Vec<u8>,
-    before: Option<Grant>,
+    locks: Vec<(Vec<u8>, Option<Grant>)>,
+    queues: Vec<(Vec<u8>, Vec<Vec<u8>>)>,
 }
+
+/// The client whose acquire queued each waiter, by waiter id. A release that finds
+/// waiters writes the grant of the first of them itself (robit's hand-off, its owner the
+/// waiter's id): that grant is the waiter's client's, not the releaser's.
+pub(crate) type Waiters = BTreeMap<Vec<u8>, Peer>;
 
 /// An owner in a lock's key, and when its grant ends (Unix ms).
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +60,33 @@ fn is_lock(key: &[u8]) -> bool {
             .iter()
             .position(|&b| b == b'}')
             .is_some_and(|close| key[close + 1..].starts_with(b":lock:"))
+}
+
+/// Whether `key` is a lock's queue: `{<namespace>}:queue:<name>`.
+fn is_queue(key: &[u8]) -> bool {
+    key.first() == Some(&b'{')
+        && key
+            .iter()
+            .position(|&b| b == b'}')
+            .is_some_and(|close| key[close + 1..].starts_with(b":queue:"))
+}
+
+/// The waiter ids of the entries in the queue at `key`: each entry's text up to its
+/// first `:`.
+fn queued(exec: &mut Exec<'_>, key: &[u8]) -> Vec<Vec<u8>> {
+    let now = exec.ms();
+    let Ok(Some(list)) = exec.data.list(key, now) else {
+        return Vec::new();
+    };
+    list.iter()
+        .map(|entry| {
+            entry
+                .split(|&b| b == b':')
+                .next()
+                .unwrap_or_default()
+                .to_vec()
+        })
+        .collect()
 }
 
 /// Whether `key` is a namespace's quarantine key: `{<namespace>}:quarantine`.
@@ -164,7 +197,7 @@ pub(crate) fn quarantine(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]
 }
 
 /// The locks' keys `command` may write, and their grants before it runs.
-pub(crate) fn watch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Vec<Watched> {
+pub(crate) fn watch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> Watched {
     let keys: Vec<Vec<u8>> = match command {
         Command::Set | Command::Pexpire | Command::Pexpireat | Command::Incr | Command::Getdel => {
             args.get(1).into_iter().cloned().collect()
@@ -176,15 +209,19 @@ pub(crate) fn watch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) -> 
             distinct(args.get(3..3 + count).unwrap_or_default())
         }
         Command::Flushall => exec.data.keys(exec.ms()),
-        _ => return Vec::new(),
+        _ => return Watched::default(),
     };
-    keys.into_iter()
-        .filter(|key| is_lock(key))
-        .map(|key| {
+    let mut watched = Watched::default();
+    for key in keys {
+        if is_lock(&key) {
             let before = grant(exec, &key);
-            Watched { key, before }
-        })
-        .collect()
+            watched.locks.push((key, before));
+        } else if is_queue(&key) && exec.waiters.is_some() {
+            let before = queued(exec, &key);
+            watched.queues.push((key, before));
+        }
+    }
+    watched
 }
 
 fn distinct(keys: &[Vec<u8>]) -> Vec<Vec<u8>> {
@@ -195,8 +232,18 @@ fn distinct(keys: &[Vec<u8>]) -> Vec<Vec<u8>> {
 }
 
 /// Reports what the command did to the watched keys.
-pub(crate) fn report(exec: &mut Exec<'_>, watched: Vec<Watched>) {
-    for Watched { key, before } in watched {
+pub(crate) fn report(exec: &mut Exec<'_>, watched: Watched) {
+    for (key, before) in watched.queues {
+        let joined: Vec<_> = (queued(exec, &key).into_iter())
+            .filter(|id| !before.contains(id))
+            .collect();
+        if let Some(waiters) = exec.waiters.as_deref_mut() {
+            for id in joined {
+                waiters.insert(id, exec.peer.clone());
+            }
+        }
+    }
+    for (key, before) in watched.locks {
         let after = grant(exec, &key);
         if before == after {
             continue;
@@ -219,12 +266,19 @@ pub(crate) fn report(exec: &mut Exec<'_>, watched: Vec<Watched>) {
                     );
                 }
                 let Some(after) = after else { continue };
-                LockEventKind::Granted {
+                // A grant written for a waiter is its client's: its owner is the
+                // waiter's id (32 hex digits) followed by the grant's token.
+                let waiter = (after.owner.get(..32).filter(|_| after.owner.len() > 32))
+                    .and_then(|id| exec.waiters.as_deref()?.get(id));
+                let peer = waiter.unwrap_or(exec.peer).clone();
+                let kind = LockEventKind::Granted {
                     fence: fence(exec, &key),
                     ttl: remaining(exec, after.expires_at),
                     key,
                     owner: after.owner,
-                }
+                };
+                push_for(exec, peer, kind);
+                continue;
             }
         };
         push(exec, kind);
@@ -232,9 +286,13 @@ pub(crate) fn report(exec: &mut Exec<'_>, watched: Vec<Watched>) {
 }
 
 fn push(exec: &mut Exec<'_>, kind: LockEventKind) {
+    push_for(exec, exec.peer.clone(), kind);
+}
+
+fn push_for(exec: &mut Exec<'_>, peer: Peer, kind: LockEventKind) {
     exec.events.push(LockEvent {
         at: exec.now,
-        peer: exec.peer.clone(),
+        peer,
         kind,
     });
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::commands::{Command, VERSION, check, dispatch};
 use super::events::{LockEvent, Peer};
 use super::exec::Exec;
+use super::lock_keys::Waiters;
 use super::pubsub::Channels;
 use super::resp::Frame;
 use super::script_cache::ScriptCache;
@@ -59,6 +60,8 @@ pub(crate) struct Inner {
     lives: u64,
     /// A replica's view of the dataset, when [`RedisState::replicate`] asked for one.
     replication: Option<Replication>,
+    /// Who queued each waiter: a grant a release writes for one is its client's.
+    waiters: Waiters,
 }
 
 /// Asynchronous replication, as a replica sees it: it applies the primary's writes in
@@ -119,6 +122,7 @@ impl Inner {
             scripts: Some(&mut self.scripts),
             channels: &mut self.channels,
             events: &mut events,
+            waiters: Some(&mut self.waiters),
             now,
             peer,
             life: self.lives,

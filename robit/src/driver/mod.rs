@@ -83,6 +83,16 @@ pub(crate) use self::watch::WatchRegistry;
 /// 6. **Errors are errors.** Report a failed operation as a [`DriverError`]; never
 ///    report `Held` or `Lost` when the backend could not be asked.
 ///
+/// 7. **A hand-off may grant ahead of the attempt.** A fair driver may grant the lock to
+///    the waiter first in line when the holder releases it, so that the waiter need not
+///    claim it: the waiter's next acquire answers [`Acquire::Handed`]. Such a grant is
+///    made after the waiter's last attempt answered [`Acquire::Held`] (or
+///    [`Acquire::Quarantined`]) was *processed*, so its TTL counts from that attempt's
+///    sending: rule 2 with the earlier send time. The grant's owner is the driver's to
+///    choose (the waiter's [`Waiter::id`], typically); renew and release act on it as
+///    rule 4 says. A waiter that gives up is [withdrawn](Driver::withdraw), and the
+///    driver frees a grant it made the waiter and nobody took up.
+///
 /// The Mutex draws a fresh [`OwnerToken`] for every attempt, so a driver never sees one
 /// owner acquire twice.
 ///
@@ -181,8 +191,9 @@ pub trait Driver: Send + Sync + 'static {
     ///
     /// Returns [`Acquire::Granted`] with a lease for the new grant, [`Acquire::Held`]
     /// when another owner holds a live grant (or, for a fair driver, when earlier waiters
-    /// are queued ahead of this one), or [`Acquire::Quarantined`] while a backend that
-    /// lost its state refuses every grant.
+    /// are queued ahead of this one), [`Acquire::Quarantined`] while a backend that
+    /// lost its state refuses every grant, or, for a waiter, [`Acquire::Handed`] with
+    /// a lease on the grant a release made it before this attempt (rule 7).
     ///
     /// # Errors
     ///
@@ -315,6 +326,13 @@ pub trait Driver: Send + Sync + 'static {
 pub enum Acquire {
     /// The caller now holds the lock.
     Granted(Arc<dyn Lease>),
+    /// The caller's waiter holds the lock by a hand-off: a release (or the expiry of
+    /// the holder) granted it to the waiter first in line, before this attempt was sent
+    /// (see [`Driver::acquire`]). The grant must stay live until at least the TTL from
+    /// the sending of the waiter's last attempt answered [`Held`](Self::Held) or
+    /// [`Quarantined`](Self::Quarantined), and the Mutex counts its validity from
+    /// there (from the first attempt's sending, if none was answered so).
+    Handed(Arc<dyn Lease>),
     /// Another owner holds a live grant.
     Held {
         /// When that grant expires unless renewed, if the backend says.
@@ -333,6 +351,7 @@ impl fmt::Debug for Acquire {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Granted(lease) => f.debug_tuple("Granted").field(&lease.fence()).finish(),
+            Self::Handed(lease) => f.debug_tuple("Handed").field(&lease.fence()).finish(),
             Self::Held { expires_in } => f
                 .debug_struct("Held")
                 .field("expires_in", expires_in)

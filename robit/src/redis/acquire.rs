@@ -9,19 +9,22 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::keys::NameKeys;
-use super::lease::{LeaseGrant, RedisLease};
+use super::lease::{LeaseGrant, Owner, RedisLease};
 use super::scripts::ScriptCall;
-use super::scripts::answers::AcquireAnswer;
-use super::scripts::args::{AcquireArgs, Span, WaiterArgs};
+use super::scripts::answers::{AcquireAnswer, Freed};
+use super::scripts::args::{AcquireArgs, Span, WaiterArgs, WithdrawArgs};
 use super::scripts::whole_millis::millis_ceil;
 use super::{Connector, RedisDriver};
-use crate::driver::{Acquire, AcquireRequest, DriverError, hex128};
+use crate::driver::{Acquire, AcquireRequest, DriverError, FenceToken, Waiter};
 use crate::millis::Millis;
+use tokio::time::Instant;
 
 /// What one server answered an acquire.
 pub(super) enum Claim<C: Connector> {
     /// Granted: the lease on this server's grant.
     Granted(RedisLease<C>),
+    /// Granted to the caller's waiter by a release before this claim.
+    Handed(RedisLease<C>),
     /// Held, or quarantined: never [`Acquire::Granted`].
     Refused(Acquire),
 }
@@ -44,13 +47,25 @@ impl<C: Connector> RedisDriver<C> {
                 Millis(request.lock_delay)
             )));
         }
-        let owner = hex128(request.owner.as_u128());
+        // A single server's waiter may be granted the lock by a release, straight
+        // (release_rest.lua): not a quorum's member (a grant on one server is not the
+        // quorum's), nor one whose grants count only once replicas acknowledge them.
+        let direct = inner.settings.grants_to_waiters(proposal.is_some());
+        if direct
+            && let Some(waiter) = &request.waiter
+            && let Some((queued, fence)) = inner.dispatcher.handoffs.take_granted(waiter.id)
+        {
+            let lease = self.handed(request, waiter, fence, None, Some(queued.since));
+            return Ok(Claim::Handed(lease));
+        }
+        let owner = Owner::token(request.owner);
         let span = Span::new(request.ttl, request.lock_delay);
-        let waiter = request.waiter.as_ref().map(WaiterArgs::new);
+        let waiter = (request.waiter.as_ref())
+            .map(|waiter| WaiterArgs::new(waiter, direct.then_some(&span)));
         let keys = inner.settings.keys(&request.name);
         let mut args = self.acquire_args(request, &keys, &owner, &span, waiter.as_ref());
         args.proposal = proposal;
-        let sent = tokio::time::Instant::now();
+        let sent = Instant::now();
         // The script compares the server the namespace was written on with the one it
         // runs on: the argument (read it there, or detection off) is the connection's.
         let current = inner.connection().await?;
@@ -81,7 +96,23 @@ impl<C: Connector> RedisDriver<C> {
                 }
                 (fence, next)
             }
+            AcquireAnswer::Handed { fence, next } => {
+                let Some(waiter) = request.waiter.as_ref().filter(|_| direct) else {
+                    return Err(DriverError::rejected(
+                        "the server answered a grant made by a release to a waiter that \
+                         never asked for one: is another client writing this namespace?",
+                    ));
+                };
+                let since = inner.dispatcher.handoffs.take(waiter.id);
+                let since = since.map(|queued| queued.since);
+                return Ok(Claim::Handed(
+                    self.handed(request, waiter, fence, next, since),
+                ));
+            }
             AcquireAnswer::Held { expires_in } => {
+                if direct && let Some(waiter) = &request.waiter {
+                    inner.dispatcher.handoffs.queued(waiter.id, sent);
+                }
                 return Ok(Claim::Refused(Acquire::Held { expires_in }));
             }
             AcquireAnswer::Quarantined {
@@ -103,17 +134,78 @@ impl<C: Connector> RedisDriver<C> {
                 owner,
                 fence,
                 next,
-                sent,
+                sent: Some(sent),
                 ttl: request.ttl,
                 lock_delay: request.lock_delay,
             },
         );
+        if let Some(waiter) = &request.waiter {
+            inner.dispatcher.handoffs.take(waiter.id);
+        }
         if let Err(err) = acked {
             // Not counted: give it back rather than let it block others.
             let _ = crate::driver::Lease::release(&lease).await;
             return Err(err);
         }
         Ok(Claim::Granted(lease))
+    }
+
+    /// Takes `request`'s waiter out of the queue ([`Driver::withdraw`](crate::Driver::withdraw)),
+    /// and frees what a release reserved for it or granted it. `member`: the waiter of
+    /// a quorum's attempt, queued on this server as its member.
+    pub(super) async fn withdraw_waiter(
+        &self,
+        request: &AcquireRequest,
+        member: bool,
+    ) -> Result<(), DriverError> {
+        let Some(waiter) = &request.waiter else {
+            return Ok(());
+        };
+        let inner = &self.inner;
+        let settings = &inner.settings;
+        inner.dispatcher.handoffs.take(waiter.id);
+        // The entry as the acquire sent it.
+        let span = Span::new(request.ttl, request.lock_delay);
+        let direct = settings.grants_to_waiters(member);
+        let waiter = WaiterArgs::new(waiter, direct.then_some(&span));
+        let keys = settings.keys(&request.name);
+        let args = WithdrawArgs {
+            lock: keys.lock(),
+            queue: keys.queue(),
+            waiter: waiter.id(),
+            entry: waiter.entry(),
+            channel: &settings.channel,
+            handoff_ms: settings.handoff_window_ms,
+        };
+        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
+        let withdrawn = inner.run::<Freed>(&call);
+        inner.dispatcher.freeing(withdrawn).await?;
+        Ok(())
+    }
+
+    /// The lease on the grant a release made `waiter` (its owner the waiter's id),
+    /// with fencing token `fence`; `since`: when the waiter's last attempt answered
+    /// held was sent, if this driver knows.
+    fn handed(
+        &self,
+        request: &AcquireRequest,
+        waiter: &Waiter,
+        fence: FenceToken,
+        next: Option<u128>,
+        since: Option<Instant>,
+    ) -> RedisLease<C> {
+        RedisLease::new(
+            &self.inner,
+            LeaseGrant {
+                name: request.name.clone(),
+                owner: Owner::handed(waiter.id, fence),
+                fence,
+                next,
+                sent: since,
+                ttl: request.ttl,
+                lock_delay: request.lock_delay,
+            },
+        )
     }
 
     /// The acquire script's arguments for `request`, but for the server's identity,
@@ -123,7 +215,7 @@ impl<C: Connector> RedisDriver<C> {
         &'a self,
         request: &AcquireRequest,
         keys: &'a NameKeys<'a>,
-        owner: &'a [u8; 32],
+        owner: &'a Owner,
         span: &'a Span,
         waiter: Option<&'a WaiterArgs>,
     ) -> AcquireArgs<'a> {
@@ -150,7 +242,7 @@ impl<C: Connector> RedisDriver<C> {
             queue: keys.queue(),
             fence: keys.fence(),
             quarantine: keys.quarantine(),
-            owner: &owner[..],
+            owner: owner.as_bytes(),
             key_ms: span.key_ms,
             waiter: waiter.map_or(&[][..], WaiterArgs::id),
             entry: waiter.map_or(&[][..], WaiterArgs::entry),
@@ -174,6 +266,7 @@ impl<C: Connector> Claim<C> {
     pub(super) fn into_acquire(self) -> Acquire {
         match self {
             Self::Granted(lease) => Acquire::Granted(Arc::new(lease)),
+            Self::Handed(lease) => Acquire::Handed(Arc::new(lease)),
             Self::Refused(answer) => answer,
         }
     }
@@ -202,11 +295,12 @@ mod tests {
         if let Some(waiter) = request.waiter.as_mut() {
             waiter.attempt = u32::MAX;
         }
-        let owner = hex128(u128::MAX);
+        let owner = Owner::token(OwnerToken::from_u128(u128::MAX));
         let span = Span::new(MAX_TTL, MAX_TTL);
         let settings = &driver.inner.settings;
         let keys = settings.keys(&request.name);
-        let waiter = request.waiter.as_ref().map(WaiterArgs::new);
+        let span_ref = Some(&span);
+        let waiter = (request.waiter.as_ref()).map(|waiter| WaiterArgs::new(waiter, span_ref));
         let mut args = driver.acquire_args(&request, &keys, &owner, &span, waiter.as_ref());
         let identity = Identity::parse(&format!(
             "run_id:{}\r\nmaster_replid:{}\r\n",

@@ -13,7 +13,7 @@ pub const DEFAULT_NAMESPACE: &str = "robit";
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// Default time limit for establishing a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default time a released lock stays reserved for the waiter it was handed to.
+/// Default time a lock stays reserved for the waiter it was handed to.
 pub const DEFAULT_HANDOFF_WINDOW: Duration = Duration::from_millis(500);
 /// Default time grants are suspended after the namespace's state was lost: at least the
 /// longest TTL any client uses, so that every grant made before the loss has lapsed
@@ -267,8 +267,10 @@ impl<C: Connector> RedisDriverBuilder<C> {
         self
     }
 
-    /// How long a released lock stays reserved for the waiter it was handed to. A waiter
-    /// that has died costs the others this long. Default [`DEFAULT_HANDOFF_WINDOW`].
+    /// How long a lock stays reserved for the waiter it was handed to, when it is
+    /// reserved rather than granted outright: after its holder's expiry, a withdrawal,
+    /// or for a quorum's waiter. A waiter that has died costs the others this long (a
+    /// grant a release made it, its TTL). Default [`DEFAULT_HANDOFF_WINDOW`].
     pub fn handoff_window(mut self, window: Duration) -> Self {
         self.handoff_window = window;
         self

@@ -73,7 +73,15 @@ fn inspection(value: &Value) -> Option<Inspection> {
     // A foreign key without an expiry answers -1: it has no end.
     seen.expires_in = u64::try_from(ms).ok().map(Duration::from_millis);
     if matches!(seen.state, LockState::Held | LockState::LockDelay) {
-        seen.holder = Some(OwnerToken::from_u128(u128::from_str_radix(&id, 16).ok()?));
+        // A grant a release made a waiter is owned by the waiter's id followed by the
+        // grant's token (release_rest.lua): its holder is the waiter.
+        let holder = match id.split_at_checked(32) {
+            Some((waiter, rest)) if !rest.is_empty() && rest == token => waiter,
+            _ => id.as_str(),
+        };
+        seen.holder = Some(OwnerToken::from_u128(
+            u128::from_str_radix(holder, 16).ok()?,
+        ));
         // A grant written before tokens were recorded in it has none.
         seen.fence = token.parse().ok().map(FenceToken::new);
     }
@@ -114,6 +122,10 @@ mod tests {
                 2
             )
         );
+        // A grant a release made waiter 0xa: its holder is the waiter.
+        let waiter = format!("{:032x}", 0xa);
+        let handed = inspection(&answer("held", &format!("{waiter}42"), "42", 9, 0)).unwrap();
+        assert_eq!(handed.holder, Some(OwnerToken::from_u128(0xa)));
         let delayed = inspection(&answer("delay", "0f", "", 900, 0)).unwrap();
         assert_eq!((delayed.state, delayed.fence), (LockState::LockDelay, None));
         assert_eq!(

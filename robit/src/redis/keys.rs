@@ -90,6 +90,14 @@ impl NameKeys<'_> {
 }
 
 impl Settings {
+    /// Whether a release may grant the lock straight to a waiter queued by these
+    /// settings' acquire, which then sends its queue entry with its span
+    /// (release_rest.lua): not a quorum's `member` (a grant on one server is not the
+    /// quorum's), nor with replica acknowledgements (a release waits for none).
+    pub(super) fn grants_to_waiters(&self, member: bool) -> bool {
+        !member && self.replica_acks.is_none()
+    }
+
     /// The keys of the lock `name`.
     pub(super) fn keys<'a>(&'a self, name: &'a LockName) -> NameKeys<'a> {
         let name = name.as_bytes();

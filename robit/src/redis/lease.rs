@@ -12,16 +12,18 @@ use super::scripts::answers::Freed;
 use super::scripts::args::{RaiseArgs, ReleaseArgs, RenewArgs, Span, WaiterArgs};
 use super::scripts::whole_millis::millis_ceil;
 use super::{Connector, Inner};
-use crate::driver::{DriverError, FenceToken, Lease, LockName, Renewal, Waiter};
+use crate::driver::{
+    DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal, Waiter, hex128,
+};
 
 pub(super) struct RedisLease<C: Connector> {
     inner: Arc<Inner<C>>,
     name: LockName,
-    /// The owner token as stored in the lock key: 32 lower-case hex digits.
-    owner: [u8; 32],
+    /// The owner as stored in the lock key.
+    owner: Owner,
     fence: FenceToken,
-    /// The waiter first in line behind this grant when it was made, if any: woken early
-    /// by the release.
+    /// The waiter first in line behind this grant when it was made, if any: the
+    /// release hands the lock on, and goes out at once.
     next: Option<u128>,
     /// The grant's lock-delay: kept by every renewal.
     lock_delay: Duration,
@@ -35,15 +37,54 @@ pub(super) struct RedisLease<C: Connector> {
 /// What an acquire's grant gives its lease: the grant, and when the acquire was sent.
 pub(super) struct LeaseGrant {
     pub(super) name: LockName,
-    /// The owner token as stored in the lock key: 32 lower-case hex digits.
-    pub(super) owner: [u8; 32],
+    /// The owner as stored in the lock key.
+    pub(super) owner: Owner,
     pub(super) fence: FenceToken,
     /// The waiter first in line behind the grant, if any.
     pub(super) next: Option<u128>,
-    /// When the acquire was sent, by this process's clock.
-    pub(super) sent: Instant,
+    /// When the grant's life counts from, by this process's clock: the acquire's
+    /// sending, or for a grant a release made a waiter, the sending of the waiter's
+    /// last attempt answered held (`None` if unknown: the release then reads first).
+    pub(super) sent: Option<Instant>,
     pub(super) ttl: Duration,
     pub(super) lock_delay: Duration,
+}
+
+/// A grant's owner as the lock key stores it: the acquire's owner token, 32 lower-case
+/// hex digits; or, for a grant a release made a waiter, the waiter's id and then the
+/// grant's token in decimal digits (release_rest.lua) — the waiter's id alone would name
+/// every grant the waiter is ever made, and a late release of one must never free
+/// another.
+#[derive(Clone, Copy)]
+pub(super) struct Owner {
+    bytes: [u8; 32 + 20],
+    len: usize,
+}
+
+impl Owner {
+    /// The acquire's own owner token.
+    pub(super) fn token(token: OwnerToken) -> Self {
+        let mut bytes = [0; 52];
+        bytes[..32].copy_from_slice(&hex128(token.as_u128()));
+        Self { bytes, len: 32 }
+    }
+
+    /// The owner of the grant with `fence` that a release made `waiter`.
+    pub(super) fn handed(waiter: u128, fence: FenceToken) -> Self {
+        let mut bytes = [0; 52];
+        bytes[..32].copy_from_slice(&hex128(waiter));
+        let mut digits = itoa::Buffer::new();
+        let digits = digits.format(fence.get()).as_bytes();
+        bytes[32..32 + digits.len()].copy_from_slice(digits);
+        Self {
+            bytes,
+            len: 32 + digits.len(),
+        }
+    }
+
+    pub(super) fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 impl<C: Connector> RedisLease<C> {
@@ -65,7 +106,9 @@ impl<C: Connector> RedisLease<C> {
             fence,
             next,
             lock_delay,
-            ours_until: StdMutex::new(sent + ttl + lock_delay),
+            ours_until: StdMutex::new(
+                sent.map_or_else(Instant::now, |sent| sent + ttl + lock_delay),
+            ),
         }
     }
 
@@ -86,7 +129,7 @@ impl<C: Connector> RedisLease<C> {
         let args = RaiseArgs {
             lock: keys.lock(),
             fence: keys.fence(),
-            owner: &self.owner[..],
+            owner: self.owner.as_bytes(),
             token,
         };
         let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
@@ -112,7 +155,7 @@ impl<C: Connector> Lease for RedisLease<C> {
         let keys = settings.keys(&self.name);
         let args = RenewArgs {
             lock: keys.lock(),
-            owner: &self.owner[..],
+            owner: self.owner.as_bytes(),
             ttl_ms: millis_ceil(ttl),
             lock_delay: span.text.as_deref().map(|text| (text, span.key_ms)),
         };
@@ -135,15 +178,14 @@ impl<C: Connector> Lease for RedisLease<C> {
     async fn release(&self) -> Result<(), DriverError> {
         let call = self.release_call(None);
         // A release with a waiter in line behind its grant goes out at once, never queued:
-        // the hand-off it makes is on that waiter's path, and a waiter of this process is
-        // woken as soon as the release is sent.
+        // the hand-off it makes is on that waiter's path.
         let call = if self.next.is_some() {
             call.alone()
         } else {
             call
         };
         let released = self.inner.run_batched::<Freed>(call);
-        self.inner.dispatcher.freeing(released, self.next).await?;
+        self.inner.dispatcher.freeing(released).await?;
         Ok(())
     }
 }
@@ -157,10 +199,12 @@ impl<C: Connector> RedisLease<C> {
         let args = ReleaseArgs {
             lock: keys.lock(),
             queue: keys.queue(),
-            owner: &self.owner[..],
+            fence: keys.fence(),
+            owner: self.owner.as_bytes(),
             channel: &settings.channel,
             handoff_ms: settings.handoff_window_ms,
             careful: Instant::now() >= *self.ours_until(),
+            server: settings.identity().as_bytes(),
             quietly: quietly.map(|waiter| waiter.map(WaiterArgs::entry)),
         };
         ScriptCall::new(&args, keys.call_bytes(&settings.channel))
@@ -173,7 +217,7 @@ impl<C: Connector> RedisLease<C> {
     /// `waiter`, the caller's if it waits, goes back to the head of this server's queue
     /// (release_rest.lua).
     pub(super) async fn give_back(&self, waiter: Option<&Waiter>) -> Result<(), DriverError> {
-        let waiter = waiter.map(WaiterArgs::new);
+        let waiter = waiter.map(|waiter| WaiterArgs::new(waiter, None));
         self.inner
             .run_batched::<Freed>(self.release_call(Some(waiter.as_ref())))
             .await
@@ -192,7 +236,7 @@ mod tests {
         // Redis tells nobody when a key goes: a lease that claimed to signal losses would
         // have the mutex run its watchdog for every hold, however short.
         let driver = RedisDriver::builder("redis://localhost").build().unwrap();
-        let owner = crate::driver::hex128(OwnerToken::from_u128(1).as_u128());
+        let owner = Owner::token(OwnerToken::from_u128(1));
         let lease = RedisLease::new(
             &driver.inner,
             LeaseGrant {
@@ -200,7 +244,7 @@ mod tests {
                 owner,
                 fence: FenceToken::new(1),
                 next: None,
-                sent: Instant::now(),
+                sent: Some(Instant::now()),
                 ttl: Duration::from_secs(1),
                 lock_delay: Duration::ZERO,
             },

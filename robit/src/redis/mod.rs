@@ -105,9 +105,6 @@ pub use self::state_loss::FirstUse;
 pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlConnector};
 
 use self::config::Settings;
-use self::scripts::ScriptCall;
-use self::scripts::answers::Freed;
-use self::scripts::args::{WaiterArgs, WithdrawArgs};
 use self::state_loss::namespace::Namespace;
 use self::state_loss::quarantine_log::QuarantineLog;
 use self::watch::Dispatcher;
@@ -294,24 +291,6 @@ impl<C: Connector> Driver for RedisDriver<C> {
     }
 
     async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
-        let Some(waiter) = &request.waiter else {
-            return Ok(());
-        };
-        let settings = &self.inner.settings;
-        let name = &request.name;
-        let waiter = WaiterArgs::new(waiter);
-        let keys = settings.keys(name);
-        let args = WithdrawArgs {
-            lock: keys.lock(),
-            queue: keys.queue(),
-            waiter: waiter.id(),
-            entry: waiter.entry(),
-            channel: &settings.channel,
-            handoff_ms: settings.handoff_window_ms,
-        };
-        let call = ScriptCall::new(&args, keys.call_bytes(&settings.channel));
-        let withdrawn = self.inner.run::<Freed>(&call);
-        self.inner.dispatcher.freeing(withdrawn, None).await?;
-        Ok(())
+        self.withdraw_waiter(request, false).await
     }
 }

@@ -8,6 +8,7 @@ mod contention;
 mod driver_contract;
 mod fencing;
 mod force_release;
+mod handed;
 mod hold_cap;
 mod inspect;
 mod jeopardy;

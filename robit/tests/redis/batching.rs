@@ -171,7 +171,7 @@ async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
             driver.acquire(&request).await.unwrap(),
             Acquire::Held { .. }
         ));
-        marked.push(format!("{{robit}}:lock:batched-{i}"));
+        marked.push((format!("{{robit}}:lock:batched-{i}"), i));
     }
     reset_stats(&mut admin).await;
     let renewals = join_all(held.iter().map(|lease| lease.renew(support::TTL))).await;
@@ -185,7 +185,7 @@ async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
         assert_eq!(renewal.unwrap(), expected, "grant {i}");
     }
     // A renewed grant with a waiter keeps its mark.
-    for key in &marked {
+    for (key, _) in &marked {
         let value: String = admin.get(key).await.unwrap();
         assert!(value.ends_with(":q"), "{key}: {value}");
     }
@@ -200,14 +200,18 @@ async fn renewals_and_releases_made_together_each_answer_for_their_own_grant() {
         released.unwrap();
     }
     assert!(script_calls(&server).await <= 3);
-    // Released, each lock is free, or reserved for the waiter queued behind it.
+    // Released, each lock is free, or granted to the waiter queued behind it.
     let mut left: Vec<String> = admin.keys("{robit}:lock:*").await.unwrap();
     left.sort();
     marked.sort();
-    assert_eq!(left, marked);
-    for key in &marked {
+    let keys: Vec<_> = marked.iter().map(|(key, _)| key.clone()).collect();
+    assert_eq!(left, keys);
+    for (key, waiter) in &marked {
         let value: String = admin.get(key).await.unwrap();
-        assert!(value.starts_with('W'), "{key}: {value}");
+        assert!(
+            value.starts_with(&format!("{waiter:032x}")),
+            "{key}: {value}"
+        );
     }
 }
 

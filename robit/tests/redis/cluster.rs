@@ -16,7 +16,7 @@ use robit_test_support::redis as support;
 
 use std::time::Duration;
 
-use common::{granted, within};
+use common::{granted, handed, within};
 use robit::driver::{Acquire, Waiter};
 use robit::redis::{ClusterConnector, RedisDriver};
 use robit::{Driver, Mutex};
@@ -188,7 +188,7 @@ async fn a_waiter_is_woken_by_a_release_published_on_another_node_than_its_subsc
     .await;
     holder.release().await.expect("the release");
     within(Duration::from_secs(2), "the hand-off notification", woken).await;
-    granted(&waiting, &waiter)
+    handed(&waiting, &waiter)
         .await
         .release()
         .await

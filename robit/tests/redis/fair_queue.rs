@@ -1,8 +1,9 @@
-//! The Redis driver's fair queue against a real redis-server: a release hands the lock
+//! The Redis driver's fair queue against a real redis-server: a release grants the lock
 //! to the longest-waiting waiter and wakes it, newcomers cannot barge in, a withdrawal
-//! passes the turn on and never touches a live holder's grant, a reservation nobody
-//! claims lapses to the next waiter after its bounded window, and a killed hand-off
-//! subscription is re-established.
+//! passes the turn on and never touches a live holder's grant, a grant nobody takes up
+//! lapses to the next waiter after its TTL, a reservation (after a holder's expiry) is
+//! sized by the waiter's poll interval, and a killed hand-off subscription is
+//! re-established.
 //!
 //! These run in real time (the server's clock is real). They wait for events, never
 //! assert durations.
@@ -13,7 +14,7 @@ use robit_test_support::redis as support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{granted, within};
+use common::{granted, handed, within};
 use redis::AsyncCommands;
 use robit::driver::{Acquire, AcquireRequest, Renewal, Waiter};
 use robit::redis::RedisDriver;
@@ -63,10 +64,11 @@ async fn a_release_hands_the_lock_to_the_longest_waiting_waiter_and_wakes_it() {
         driver.acquire(&waiter(8)).await.unwrap(),
         Acquire::Held { .. }
     ));
-    let lease = granted(&driver, &waiter(7)).await;
+    let lease = handed(&driver, &waiter(7)).await;
+    assert!(lease.fence() > holder.fence());
     lease.release().await.unwrap();
     within(LONG, "the second hand-off", second_in_line).await;
-    granted(&driver, &waiter(8)).await.release().await.unwrap();
+    handed(&driver, &waiter(8)).await.release().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -83,8 +85,8 @@ async fn a_waiter_that_withdraws_passes_its_turn_on() {
     }
     let next = driver.watch_release(&waiter(8));
     subscribed(&server).await;
-    holder.release().await.unwrap(); // reserved for 7
-    driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: 8 is next
+    holder.release().await.unwrap(); // granted to 7
+    driver.withdraw(&waiter(7)).await.unwrap(); // 7 gives up: reserved for 8
     within(LONG, "the passed-on hand-off", next).await;
     granted(&driver, &waiter(8)).await.release().await.unwrap();
     let keys: Vec<String> = server.admin().await.keys("*").await.unwrap();
@@ -141,7 +143,7 @@ async fn a_withdrawal_never_touches_a_live_holders_grant() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
+async fn a_grant_to_a_waiter_that_never_takes_it_up_ends_with_its_ttl_then_goes_to_the_next() {
     let server = RedisServer::start();
     let driver = RedisDriver::builder(&server.url())
         .quarantine(Duration::ZERO)
@@ -150,27 +152,30 @@ async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
         .unwrap();
     let holder = granted(&driver, &request("dead-waiter", 1)).await;
     let poll = Duration::from_millis(50);
-    let (dead, alive) = (
-        queued("dead-waiter", 7, poll),
-        queued("dead-waiter", 8, poll),
-    );
+    let ttl = Duration::from_millis(300);
+    let mut dead = queued("dead-waiter", 7, poll);
+    dead.ttl = ttl;
+    let alive = queued("dead-waiter", 8, poll);
     for waiter in [&dead, &alive] {
         assert!(matches!(
             driver.acquire(waiter).await.unwrap(),
             Acquire::Held { .. }
         ));
     }
-    holder.release().await.unwrap(); // reserved for 7, which is gone
-    let pttl: i64 = server
+    holder.release().await.unwrap(); // granted to 7, which is gone
+    let value: String = server
         .admin()
         .await
-        .pttl("{robit}:lock:dead-waiter")
+        .get("{robit}:lock:dead-waiter")
         .await
         .unwrap();
+    assert!(value.starts_with(&format!("{:032x}", 7)), "{value}");
     assert!(
-        pttl > 0 && pttl <= 100,
-        "the reservation has no bounded window: PTTL {pttl}"
+        value.contains(":300@"),
+        "not for the dead waiter's own TTL: {value}"
     );
+    // Its grant ends with its TTL; the next poll of the waiter behind it is reserved the
+    // lock, and claims it.
     let lease = within(LONG, "the next waiter's grant", async {
         loop {
             if let Acquire::Granted(lease) = driver.acquire(&alive).await.unwrap() {
@@ -187,13 +192,35 @@ async fn a_reservation_for_a_waiter_that_never_claims_it_lapses_to_the_next() {
 async fn a_reservation_lasts_twice_the_waiters_poll_interval_when_that_is_longer() {
     let server = RedisServer::start();
     let driver = driver(&server); // 500 ms hand-off window
-    let holder = granted(&driver, &request("slow-poller", 1)).await;
-    let waiter = queued("slow-poller", 7, Duration::from_secs(3));
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
-    holder.release().await.unwrap();
+    let mut expiring = request("slow-poller", 1);
+    expiring.ttl = Duration::from_millis(100);
+    let _expiring = granted(&driver, &expiring).await;
+    let slow = queued("slow-poller", 7, Duration::from_secs(3));
+    let behind = queued("slow-poller", 8, Duration::from_millis(50));
+    for waiter in [&slow, &behind] {
+        assert!(matches!(
+            driver.acquire(waiter).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    // Once the holder has expired, the next attempt reserves the lock for the waiter
+    // first in line.
+    within(LONG, "the holder's expiry", async {
+        loop {
+            let value: String = server
+                .admin()
+                .await
+                .get("{robit}:lock:slow-poller")
+                .await
+                .unwrap();
+            if value.starts_with('W') {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            driver.acquire(&behind).await.unwrap();
+        }
+    })
+    .await;
     let pttl: i64 = server
         .admin()
         .await
@@ -266,4 +293,71 @@ async fn a_killed_subscription_is_reestablished_and_delivers_again() {
         .await
         .unwrap();
     fence.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_release_of_a_waiter_s_earlier_grant_never_frees_its_later_one() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    // Each attempt of one `lock()`: one waiter id, a fresh owner.
+    let waiter = |owner| {
+        let mut request = queued("twice", 7, LONG);
+        request.owner = robit::driver::OwnerToken::from_u128(owner);
+        request
+    };
+    // The waiter is handed the lock, lets it go, and is handed it again in the same
+    // wait: two grants to one waiter id.
+    let mut earlier = None;
+    for round in 0..2u128 {
+        let holder = granted(&driver, &request("twice", 1 + round)).await;
+        assert!(matches!(
+            driver.acquire(&waiter(10 + round)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+        holder.release().await.unwrap();
+        let lease = handed(&driver, &waiter(20 + round)).await;
+        if let Some(earlier) = earlier.replace(Arc::clone(&lease)) {
+            // The earlier grant's release, arriving late, leaves the later one alone.
+            earlier.release().await.unwrap();
+            assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
+            held_by_someone(&driver, "twice").await;
+        } else {
+            lease.release().await.unwrap();
+        }
+    }
+}
+
+/// A single try on `name` is refused.
+async fn held_by_someone(driver: &RedisDriver, name: &str) {
+    assert!(matches!(
+        driver.acquire(&request(name, 99)).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_frees_a_grant_a_release_made_a_waiter_by_the_holder_inspect_names() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("stuck", 1)).await;
+    let waiter = queued("stuck", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    holder.release().await.unwrap();
+    let lease = handed(&driver, &waiter).await;
+    let seen = driver.inspect(&"stuck".into()).await.unwrap();
+    assert_eq!(seen.fence, Some(lease.fence()));
+    let named = seen.holder.unwrap();
+    assert_eq!(named, robit::driver::OwnerToken::from_u128(7));
+    let stranger = robit::driver::OwnerToken::from_u128(8);
+    assert!(
+        !driver
+            .force_release(&"stuck".into(), stranger)
+            .await
+            .unwrap()
+    );
+    assert!(driver.force_release(&"stuck".into(), named).await.unwrap());
+    assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Lost);
 }

@@ -1,6 +1,6 @@
 //! A release or withdrawal that hands the lock to a waiter of the same driver wakes that
-//! waiter directly, without the published notification: from the script's answer, or,
-//! for the waiter a grant named as next in line, as soon as the grant's release is sent.
+//! waiter directly, without the published notification, from the script's answer; a
+//! grant the release made the waiter is taken up with no round trip.
 //!
 //! The drivers here cannot subscribe, and their waiters poll once a minute: within the
 //! tests' limits, only the direct wake can move a waiter. Real time, real server; the
@@ -11,10 +11,10 @@ use robit_test_support::redis as support;
 
 use std::time::Duration;
 
-use common::{granted, held, within};
+use common::{granted, handed, held, within};
 use redis::aio::{ConnectionLike, PubSub};
 use redis::{AsyncCommands, Cmd, ErrorKind, Pipeline, RedisFuture, RedisResult, Value};
-use robit::driver::{Acquire, AcquireRequest, LockName, OwnerToken, Waiter};
+use robit::driver::{AcquireRequest, LockName, OwnerToken, Waiter};
 use robit::redis::{Connector, RedisDriver, UrlConnector};
 use robit::{Backoff, Driver, Mutex, Wait};
 use support::RedisServer;
@@ -130,11 +130,11 @@ async fn a_release_wakes_the_next_waiter_of_the_same_driver_without_a_notificati
     held(&driver, &waiting).await;
     holder.release().await.unwrap();
     within(LONG, "the direct wake", woken).await;
-    granted(&driver, &waiting).await;
+    handed(&driver, &waiting).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_waiter_next_in_line_is_woken_as_soon_as_the_release_is_sent() {
+async fn a_waiter_takes_up_the_grant_a_release_of_the_same_driver_made_it_without_a_round_trip() {
     let server = RedisServer::start();
     let (gate, open) = watch::channel(true);
     let driver = RedisDriver::with_connector(DeafGated {
@@ -145,51 +145,33 @@ async fn the_waiter_next_in_line_is_woken_as_soon_as_the_release_is_sent() {
     .build()
     .unwrap();
     let first = granted(&driver, &request(1, None)).await;
-    let (ahead, next) = (request(2, Some(0xa)), request(3, Some(0xb)));
-    held(&driver, &ahead).await;
+    let next = request(2, Some(0xa));
     held(&driver, &next).await;
     first.release().await.unwrap();
-    // `ahead` claims its reservation; the grant names `next` as next in line.
-    let second = granted(&driver, &ahead).await;
-    let woken = driver.watch_release(&next);
-    // No answer comes back while the gate is shut: only the early wake can wake `next`.
+    // No answer comes back while the gate is shut: only the grant the release's answer
+    // named can be taken up now.
     gate.send_replace(false);
-    let releasing = tokio::spawn(async move { second.release().await });
-    within(LONG, "the early wake", woken).await;
-    assert!(!releasing.is_finished(), "the release was answered");
-    // The claim goes out while the release's answer is still held back: it travels
-    // behind the release, and is granted.
-    let claiming = {
-        let driver = driver.clone();
-        tokio::spawn(async move { driver.acquire(&next).await })
-    };
-    let owner = format!("{:032x}", 3);
-    within(LONG, "the claim to be granted on the server", async {
-        loop {
-            let holder: Option<String> = server
-                .admin()
-                .await
-                .get(b"{robit}:lock:local")
-                .await
-                .unwrap();
-            // `<owner>:<until>:q`: the grant, marked as having had waiters.
-            if holder.is_some_and(|value| value.starts_with(&format!("{owner}:"))) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
+    let lease = within(
+        LONG,
+        "the grant, without asking the server",
+        handed(&driver, &next),
+    )
     .await;
-    assert!(!claiming.is_finished(), "the claim was answered");
+    assert!(lease.fence() > first.fence());
     gate.send_replace(true);
-    within(LONG, "the release", releasing)
+    // The grant is the waiter's own on the server: its lease renews and releases it.
+    assert_eq!(
+        lease.renew(TTL).await.unwrap(),
+        robit::driver::Renewal::Renewed
+    );
+    lease.release().await.unwrap();
+    let left: Option<String> = server
+        .admin()
         .await
-        .unwrap()
+        .get(b"{robit}:lock:local")
+        .await
         .unwrap();
-    match within(LONG, "the claim", claiming).await.unwrap().unwrap() {
-        Acquire::Granted(_) => {}
-        other => panic!("the claim behind the release was refused: {other:?}"),
-    }
+    assert_eq!(left, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -201,7 +183,7 @@ async fn a_withdrawal_passes_the_reservation_on_and_wakes_the_next_waiter_direct
     held(&driver, &first).await;
     held(&driver, &second).await;
     let second_woken = driver.watch_release(&second);
-    // Reserved for the first waiter, which gives up instead of claiming it.
+    // Granted to the first waiter, which gives up instead of taking it up.
     holder.release().await.unwrap();
     driver.withdraw(&first).await.unwrap();
     within(LONG, "the direct wake of the second waiter", second_woken).await;

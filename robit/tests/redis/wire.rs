@@ -223,7 +223,12 @@ fn acquire_keys() -> Vec<Vec<u8>> {
 fn acquire_args(waiter: bool, quarantine: &str) -> Vec<Vec<u8>> {
     let (id, entry, queue_ttl) = if waiter {
         // The queue entry lives four poll intervals, at least a second.
-        (WAITER_HEX.to_owned(), format!("{WAITER_HEX}:334"), "1334")
+        // A release may grant it the lock outright, for the TTL its entry names.
+        (
+            WAITER_HEX.to_owned(),
+            format!("{WAITER_HEX}:334:1501"),
+            "1334",
+        )
     } else {
         (String::new(), String::new(), "0")
     };
@@ -238,6 +243,10 @@ fn acquire_args(waiter: bool, quarantine: &str) -> Vec<Vec<u8>> {
 
 fn lock_and_queue() -> Vec<Vec<u8>> {
     vec![key("lock:"), key("queue:")]
+}
+
+fn release_keys() -> Vec<Vec<u8>> {
+    vec![key("lock:"), key("queue:"), key("fence")]
 }
 
 fn args(args: &[&str]) -> Vec<Vec<u8>> {
@@ -403,8 +412,8 @@ async fn release_sends_what_redis_script_sends() {
         expected_sent.extend(
             expected(
                 script_sources::RELEASE,
-                &lock_and_queue(),
-                &args(&[OWNER_HEX, CHANNEL, "251", "0"]),
+                &release_keys(),
+                &args(&[OWNER_HEX, CHANNEL, "251", "0", SERVER]),
                 &replies_for,
             )
             .await,
@@ -424,7 +433,12 @@ async fn withdraw_sends_what_redis_script_sends() {
         let expected = expected(
             script_sources::WITHDRAW,
             &lock_and_queue(),
-            &args(&[WAITER_HEX, &format!("{WAITER_HEX}:334"), CHANNEL, "251"]),
+            &args(&[
+                WAITER_HEX,
+                &format!("{WAITER_HEX}:334:1501"),
+                CHANNEL,
+                "251",
+            ]),
             &replies_for,
         )
         .await;
@@ -476,8 +490,8 @@ async fn names_of_any_length_are_sent_whole() {
         expected_sent.extend(
             expected(
                 script_sources::RELEASE,
-                &[lock, queue],
-                &args(&[OWNER_HEX, CHANNEL, "251", "0"]),
+                &[lock, queue, key("fence")],
+                &args(&[OWNER_HEX, CHANNEL, "251", "0", SERVER]),
                 &replies[2..],
             )
             .await,

@@ -59,7 +59,7 @@ pub(crate) fn dispatch(exec: &mut Exec<'_>, command: Command, args: &[Vec<u8>]) 
     let watched = if sent_by_client {
         lock_keys::watch(exec, command, args)
     } else {
-        Vec::new()
+        lock_keys::Watched::default()
     };
     let reply = run(exec, command, args);
     lock_keys::report(exec, watched);

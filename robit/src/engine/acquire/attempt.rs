@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::Plan;
-use crate::driver::{Acquire, AcquireRequest, DriverError};
+use crate::driver::{Acquire, AcquireRequest, DriverError, Lease};
 use crate::engine::backoff::MIN_RETRY_DELAY;
 use crate::engine::{Core, Installed, Wait, in_background};
 use crate::error::LockError;
@@ -37,7 +37,9 @@ pub(super) enum Outcome {
 }
 
 /// Makes one attempt, sent at `sent`. An attempt may take the renew timeout, but never
-/// past the end of the wait.
+/// past the end of the wait. `queued_at`: when the waiter's last attempt answered held
+/// (or quarantined) was sent, or the first attempt if none was: a grant handed to the
+/// waiter before this attempt counts from there.
 ///
 /// # Errors
 ///
@@ -50,6 +52,7 @@ pub(super) async fn one(
     plan: &Plan,
     request: &AcquireRequest,
     sent: Instant,
+    queued_at: Instant,
 ) -> Result<Outcome, LockError> {
     let config = &core.config;
     let limit = plan.give_up_at.map_or(config.renew_timeout, |at| {
@@ -62,21 +65,9 @@ pub(super) async fn one(
         .within_from(sent, limit, InFlight::start(core, request.clone()))
         .await;
     match answer {
-        Ok(Acquire::Granted(lease)) => {
-            let now = core.now();
-            let from = sent;
-            #[cfg(robit_mutants)]
-            let from = crate::engine::mutant::validity_from(config, from, || now);
-            let deadline = from + config.validity;
-            if now < deadline {
-                return Ok(Outcome::Acquired(
-                    core.install(runtime, lease, sent, now, deadline),
-                ));
-            }
-            tracing::warn!(target: "robit", "grant arrived after its validity deadline; releasing it");
-            let _ = core.within(config.renew_timeout, lease.release()).await;
-            Ok(Outcome::TooLate)
-        }
+        Ok(Acquire::Granted(lease)) => granted(core, runtime, lease, sent).await,
+        // Granted before this attempt was sent, after the last one answered held.
+        Ok(Acquire::Handed(lease)) => granted(core, runtime, lease, queued_at).await,
         Ok(Acquire::Held { expires_in }) if plan.wait == Wait::Try => {
             Err(LockError::Contended { expires_in })
         }
@@ -97,11 +88,36 @@ pub(super) async fn one(
     }
 }
 
+/// A grant whose validity counts from `sent`: installed, or given back if its answer
+/// came after it stopped being safe to believe in.
+async fn granted(
+    core: &Arc<Core>,
+    runtime: &tokio::runtime::Handle,
+    lease: Arc<dyn Lease>,
+    sent: Instant,
+) -> Result<Outcome, LockError> {
+    let config = &core.config;
+    let now = core.now();
+    let from = sent;
+    #[cfg(robit_mutants)]
+    let from = crate::engine::mutant::validity_from(config, from, || now);
+    let deadline = from + config.validity;
+    if now < deadline {
+        return Ok(Outcome::Acquired(
+            core.install(runtime, lease, sent, now, deadline),
+        ));
+    }
+    tracing::warn!(target: "robit", "grant arrived after its validity deadline; releasing it");
+    let _ = core.within(config.renew_timeout, lease.release()).await;
+    Ok(Outcome::TooLate)
+}
+
 type AcquireCall = Pin<Box<dyn Future<Output = Result<Acquire, DriverError>> + Send>>;
 
 /// One acquire call in flight. If it is dropped before completing (the attempt timed out
 /// or `lock()` was cancelled), the call is finished in the background and any grant it
-/// returns is released, so an abandoned attempt never leaves the lock held until its TTL.
+/// returns is released, so an abandoned attempt never leaves the lock held until its TTL
+/// — but for a grant handed to the waiter, which is not the attempt's own.
 struct InFlight {
     call: Option<AcquireCall>,
     core: Arc<Core>,
@@ -141,6 +157,9 @@ impl Drop for InFlight {
         in_background(async move {
             // The grant, if any, is worthless after its TTL; stop waiting by then.
             let limit = core.config.ttl;
+            // A grant handed to the waiter is left alone: it is the waiter's, whichever
+            // attempt learns of it, and a later attempt of the same `lock()` takes it
+            // up (or, if `lock()` ends without it, the withdrawal frees it).
             if let Ok(Acquire::Granted(lease)) = core.within(limit, call).await {
                 let _ = core
                     .within(core.config.renew_timeout, lease.release())

@@ -50,8 +50,8 @@ pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, L
 struct Pending<'a> {
     core: &'a Arc<Core>,
     started: Instant,
-    /// Set once an attempt was told `Held` on behalf of a waiter: a fair driver may have
-    /// queued it.
+    /// Set once an attempt on behalf of a waiter was told `Held`, or failed: a fair
+    /// driver may have queued it (and, by a hand-off, granted it the lock since).
     queued: Option<AcquireRequest>,
     finished: bool,
 }
@@ -169,6 +169,10 @@ async fn attempts(
     let plan = Plan::new(core, wait, pending.started);
     let mut seen = Seen::default();
     let mut number: u32 = 0;
+    // When the last attempt answered held (or quarantined) was sent: a grant handed to
+    // this waiter was made after that attempt was answered, so it counts from there.
+    // Before any was, from the first attempt, which queued the waiter if anything did.
+    let mut queued_at = plan.started;
     loop {
         let request = plan.request(core, number);
         let released = plan.watch(core, &request);
@@ -180,28 +184,37 @@ async fn attempts(
         } else {
             core.now()
         };
-        let delay = match attempt::one(core, runtime, &plan, &request, sent).await? {
+        let delay = match attempt::one(core, runtime, &plan, &request, sent, queued_at).await? {
             Outcome::Acquired(installed) => {
                 tracing::debug!(target: "robit", fence = installed.fence.get(), attempts = number + 1, "acquired");
                 return Ok(installed);
             }
             Outcome::TooLate => Duration::ZERO,
             Outcome::CutShort(error) => {
+                if plan.waiter.is_some() {
+                    pending.queued.get_or_insert(request);
+                }
                 seen.cut_short(error);
                 Duration::ZERO
             }
             Outcome::Held { expires_in } => {
                 seen.held();
+                queued_at = sent;
                 pending.queued.get_or_insert(request);
                 wait::after_held(core, &plan, &released, number, expires_in)
             }
             // A fair driver queues the waiter during a quarantine too.
             Outcome::Quarantined { left } => {
                 seen.quarantined(left);
+                queued_at = sent;
                 pending.queued.get_or_insert(request);
                 wait::after_quarantine(core, &plan, left)
             }
+            // A failed attempt's request may have queued the waiter all the same.
             Outcome::Failed(error) => {
+                if plan.waiter.is_some() {
+                    pending.queued.get_or_insert(request);
+                }
                 seen.failed(core, error, plan.started);
                 core.config.backoff.delay(number, &*core.config.entropy)
             }

@@ -44,7 +44,8 @@ impl<C: Connector> RedlockDriver<C> {
         let (mut members, mut refused) = (Vec::new(), Vec::new());
         while let Some((index, answer)) = pending.next().await {
             match answer {
-                Ok(Claim::Granted(grant)) => {
+                // A member is never handed a grant: its claim refuses one.
+                Ok(Claim::Granted(grant) | Claim::Handed(grant)) => {
                     tally.granted();
                     members.push((index, Arc::new(grant)));
                 }

@@ -77,7 +77,7 @@ impl<C: Connector> Late<C> {
         let withdrawn = join_all(self.waiter.iter().flat_map(|request| {
             self.queued
                 .iter()
-                .map(|&index| crate::driver::Driver::withdraw(&servers[index], request))
+                .map(|&index| servers[index].withdraw_waiter(request, true))
         }));
         let _ = futures_util::future::join(given_back, withdrawn).await;
     }

@@ -171,7 +171,7 @@ impl<C: Connector> Driver for RedlockDriver<C> {
             self.inner
                 .servers
                 .iter()
-                .map(|server| server.withdraw(request)),
+                .map(|server| server.withdraw_waiter(request, true)),
         )
         .await;
         answers.into_iter().collect::<Result<(), _>>()

@@ -47,7 +47,7 @@ impl Tally {
             Acquire::Quarantined { left } => Refusal::Quarantined(*left),
             Acquire::Held { expires_in } => Refusal::Held(*expires_in),
             // A member never answers a grant as a refusal.
-            Acquire::Granted(_) => Refusal::Held(None),
+            Acquire::Granted(_) | Acquire::Handed(_) => Refusal::Held(None),
         });
     }
 

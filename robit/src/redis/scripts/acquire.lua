@@ -17,7 +17,8 @@
 -- ARGV[1] owner           the caller's owner token
 -- ARGV[2] key_ms          the key's lifetime: the TTL, plus any lock-delay
 -- ARGV[3] waiter          the waiter's id ('' for a single try)
--- ARGV[4] entry           its queue entry ('<id>:<poll ms>'; '' for a single try)
+-- ARGV[4] entry           its queue entry ('<id>:<poll ms>[:<span>]', common.lua; '' for
+--                         a single try)
 -- ARGV[5] queue_ttl_ms    how long the queue lives without a refresh
 -- ARGV[6] channel         where hand-offs are published
 -- ARGV[7] handoff_ms      a hand-off's reservation window, at least
@@ -33,7 +34,8 @@
 --                         span is '<ttl ms>+<delay ms>' (without it, key_ms is the TTL),
 --                         the proposal the quorum's proposed token (decimal digits)
 -- Returns {1, fence, next} granted (next: the waiter first in line, or ""; {1, fence, "", 1}
--- when the grant created the namespace), {0, ms} held (ms: until the holder's grant or the
+-- when the grant created the namespace), {3, fence, next} granted to the caller by a
+-- release before this attempt (release_rest.lua), {0, ms} held (ms: until the holder's grant or the
 -- reservation ends; -1: no expiry), {2, ms} quarantined (-1: until the key is deleted;
 -- {2, ms, 1} when the quarantine is there because the namespace was written on another
 -- server, or another life of this one).

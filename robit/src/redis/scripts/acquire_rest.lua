@@ -162,7 +162,7 @@ if not old then
   return answer
 end
 
-local reserved, id, _, flagged, blocks = parse(old)
+local reserved, id, grant_ends, flagged, blocks, token = parse(old)
 if not id then
   -- Not a value robit wrote: held, by whoever wrote it.
   return {0, redis.call('PTTL', lock)}
@@ -170,6 +170,12 @@ end
 if reserved and id == waiter then
   -- Reserved for the caller by a hand-off (which took it out of the queue).
   return take(old, flagged)
+end
+if not reserved and waiter ~= '' and id == waiter .. (token or '') and grant_ends > now then
+  -- Granted to the caller by a release (release_rest.lua), before this attempt: its
+  -- validity counts from the caller's last attempt answered as queued.
+  local head = flagged and redis.call('LINDEX', queue, 0)
+  return {3, tonumber(token), head and string.match(head, '^(%x+):') or ''}
 end
 if blocks > now then
   -- Held, or in the lock-delay after its holder's lease expired.

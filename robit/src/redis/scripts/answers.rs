@@ -21,6 +21,14 @@ pub(in crate::redis) enum AcquireAnswer {
         /// The grant created the namespace: its fencing counter was missing.
         created: bool,
     },
+    /// Granted to the caller by a release before this attempt (a hand-off straight to
+    /// the waiter first in line): its validity counts from the waiter's last attempt
+    /// answered as held.
+    Handed {
+        fence: FenceToken,
+        /// As for [`Granted`](Self::Granted).
+        next: Option<u128>,
+    },
     /// Held by someone else, who has this long left (`None`: no expiry).
     Held { expires_in: Option<Duration> },
     /// No grants in this namespace for this long: its state was lost, or is new.
@@ -43,6 +51,33 @@ pub(in crate::redis) enum Freed {
     /// Reserved for the waiter whose id was also published: this one, if it is one of
     /// robit's ids (another writer's queue entry reads as `None`).
     ReservedFor(Option<u128>),
+    /// Granted to the waiter first in line, with this fencing token (published too).
+    GrantedTo(Handoff),
+}
+
+/// A grant a release made to a waiter: `<id>@<token>`, as the release answers and
+/// publishes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(in crate::redis) struct Handoff {
+    pub(in crate::redis) waiter: u128,
+    pub(in crate::redis) fence: FenceToken,
+}
+
+impl Handoff {
+    /// `<id>@<token>`, or `None` for anything else.
+    pub(in crate::redis) fn parse(bytes: &[u8]) -> Option<Self> {
+        let at = bytes.iter().position(|&byte| byte == b'@')?;
+        let (waiter, token) = (&bytes[..at], &bytes[at + 1..]);
+        let fence = std::str::from_utf8(token)
+            .ok()
+            .filter(|token| !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|token| token.parse::<u64>().ok())
+            .filter(|&fence| fence > 0)?;
+        Some(Self {
+            waiter: parse_waiter(waiter)?,
+            fence: FenceToken::new(fence),
+        })
+    }
 }
 
 /// A waiter id as robit writes it: 1 to 32 hex digits. Anything else — an entry another
@@ -86,6 +121,15 @@ impl FromRedisValue for AcquireAnswer {
                         next: parse_waiter(next),
                         created: !created.is_empty(),
                     }),
+                [Value::Int(3), Value::Int(fence), Value::BulkString(next)] => {
+                    u64::try_from(*fence)
+                        .ok()
+                        .filter(|&fence| fence > 0)
+                        .map(|fence| Self::Handed {
+                            fence: FenceToken::new(fence),
+                            next: parse_waiter(next),
+                        })
+                }
                 [Value::Int(0), Value::Int(pttl)] => Some(Self::Held {
                     expires_in: millis(pttl),
                 }),
@@ -114,6 +158,7 @@ impl FromRedisValue for Freed {
         let freed = match value {
             Value::Int(0) => Some(Self::Nothing),
             Value::Int(1) => Some(Self::Free),
+            Value::BulkString(id) if id.contains(&b'@') => Handoff::parse(id).map(Self::GrantedTo),
             Value::BulkString(id) => Some(Self::ReservedFor(parse_waiter(id))),
             _ => None,
         };
@@ -169,6 +214,13 @@ mod tests {
             );
         }
         assert_eq!(
+            acquire(array(vec![int(3), int(9), bulk(b"0f")])),
+            Some(AcquireAnswer::Handed {
+                fence: FenceToken::new(9),
+                next: Some(0x0f)
+            })
+        );
+        assert_eq!(
             acquire(array(vec![int(0), int(250)])),
             Some(AcquireAnswer::Held {
                 expires_in: ms(250)
@@ -202,6 +254,8 @@ mod tests {
             array(vec![int(1), int(7), bulk(b""), int(0)]),
             array(vec![int(1), int(7), bulk(b""), int(1), int(1)]),
             array(vec![int(3), int(7)]),
+            array(vec![int(3), int(0), bulk(b"")]),
+            array(vec![int(3), int(7), bulk(b""), int(1)]),
             array(vec![int(2), int(7), int(0)]),
             array(vec![int(2), int(7), int(1), int(1)]),
             array(vec![int(1), bulk(b"7")]),
@@ -234,9 +288,21 @@ mod tests {
                 Some(Freed::ReservedFor(None))
             );
         }
+        assert_eq!(
+            parse(Value::BulkString(b"0f@1764000000000001".to_vec())),
+            Some(Freed::GrantedTo(Handoff {
+                waiter: 0x0f,
+                fence: FenceToken::new(1_764_000_000_000_001)
+            }))
+        );
         for odd in [
             Value::Int(2),
             Value::Nil,
+            Value::BulkString(b"0f@".to_vec()),
+            Value::BulkString(b"0f@0".to_vec()),
+            Value::BulkString(b"0f@+1".to_vec()),
+            Value::BulkString(b"@1".to_vec()),
+            Value::BulkString(b"0f@1@2".to_vec()),
             Value::SimpleString("OK".to_owned()),
         ] {
             assert_eq!(parse(odd.clone()), None, "{odd:?}");

@@ -167,11 +167,15 @@ impl ScriptArgs for RenewArgs<'_> {
 pub(in crate::redis) struct ReleaseArgs<'a> {
     pub(in crate::redis) lock: Key<'a>,
     pub(in crate::redis) queue: Key<'a>,
+    pub(in crate::redis) fence: Key<'a>,
     pub(in crate::redis) owner: &'a [u8],
     pub(in crate::redis) channel: &'a str,
     pub(in crate::redis) handoff_ms: u64,
     /// Read before deleting: the grant may be gone, and the key someone else's.
     pub(in crate::redis) careful: bool,
+    /// The server's identity as the acquire script takes it (a grant to the next
+    /// waiter is fenced as an acquire's is).
+    pub(in crate::redis) server: &'a [u8],
     /// A quorum's member grant given back, handed to nobody now: `Some`, with the
     /// caller's queue entry if it waits.
     pub(in crate::redis) quietly: Option<Option<&'a [u8]>>,
@@ -179,12 +183,13 @@ pub(in crate::redis) struct ReleaseArgs<'a> {
 
 impl ScriptArgs for ReleaseArgs<'_> {
     const SCRIPT: &'static Lua = &RELEASE;
-    const KEYS: &'static [&'static str] = &["lock", "queue"];
+    const KEYS: &'static [&'static str] = &["lock", "queue", "fence"];
     const ARGV: &'static [&'static str] = &[
         "owner",
         "channel",
         "handoff_ms",
         "careful",
+        "server",
         "quietly?",
         "entry?",
     ];
@@ -192,10 +197,12 @@ impl ScriptArgs for ReleaseArgs<'_> {
     fn write(&self, call: &mut ScriptCall) {
         call.key(self.lock)
             .key(self.queue)
+            .key(self.fence)
             .arg(self.owner)
             .arg(self.channel)
             .arg(self.handoff_ms)
-            .arg(flag(self.careful));
+            .arg(flag(self.careful))
+            .arg(self.server);
         if let Some(entry) = self.quietly {
             call.arg(flag(true));
             if let Some(entry) = entry {
@@ -354,23 +361,40 @@ impl Span {
 }
 
 /// A waiter as the scripts see it: its id (32 lower-case hex digits), and its queue entry,
-/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized.
-/// Built on the stack: a waiting `lock()` sends it with every attempt.
+/// `<id>:<poll interval in ms>`, from which a hand-off's reservation window is sized,
+/// followed by `:<span>` when a release may grant the waiter the lock outright, with the
+/// span its grant is to have (see common.lua and release_rest.lua). Built on the stack: a
+/// waiting `lock()` sends it with every attempt.
 pub(in crate::redis) struct WaiterArgs {
     /// The entry; the id is its first 32 bytes.
-    entry: [u8; 32 + 1 + 20],
+    entry: [u8; ENTRY_BYTES],
     len: usize,
 }
 
+/// The longest entry: an id, a poll interval, a TTL and a lock-delay, each of the
+/// numbers at most 20 digits, and their separators.
+const ENTRY_BYTES: usize = 32 + 1 + 20 + 1 + 20 + 1 + 20;
+
 impl WaiterArgs {
-    pub(in crate::redis) fn new(waiter: &Waiter) -> Self {
-        let mut entry = [0; 53];
+    /// `waiter`'s entry; `span`: the span of the grant a release may make it, when it
+    /// may make one.
+    pub(in crate::redis) fn new(waiter: &Waiter, span: Option<&Span>) -> Self {
+        let mut entry = [0; ENTRY_BYTES];
         entry[..32].copy_from_slice(&hex128(waiter.id));
-        entry[32] = b':';
+        let mut len = 32;
+        let mut put = |bytes: &[u8]| {
+            entry[len] = b':';
+            entry[len + 1..len + 1 + bytes.len()].copy_from_slice(bytes);
+            len += 1 + bytes.len();
+        };
         let mut digits = itoa::Buffer::new();
-        let poll = digits.format(millis_ceil(waiter.retry_within)).as_bytes();
-        let len = 33 + poll.len();
-        entry[33..len].copy_from_slice(poll);
+        put(digits.format(millis_ceil(waiter.retry_within)).as_bytes());
+        if let Some(span) = span {
+            match &span.text {
+                Some(text) => put(text.as_bytes()),
+                None => put(digits.format(span.key_ms).as_bytes()),
+            }
+        }
         Self { entry, len }
     }
 

@@ -45,17 +45,20 @@ local function parse(value)
   return w == 'W', id, ends, flagged, ends + (tonumber(delay) or 0), token ~= '' and token or nil
 end
 
--- Queue entries are "<waiter id>:<poll interval ms>". Reserves the lock for the waiter at
--- the head of the queue, for the hand-off window or twice the waiter's poll interval if
--- that is longer (a waiter that missed the notification still finds its reservation when
--- it next polls), and tells it on the channel. Returns the waiter's id and the window,
--- or false when nobody waits (the lock's key is left as it is).
-local function hand_off(lock, queue, channel, window_ms, t, now)
-  local head = redis.call('LPOP', queue)
+-- Queue entries are "<waiter id>:<poll interval ms>", and from a waiter that can be
+-- granted the lock by a release (release_rest.lua) "<waiter id>:<poll interval
+-- ms>:<ttl ms>[+<lock-delay ms>]". Reserves the lock for the waiter at the head of the
+-- queue (`head`, if the caller took it out already), for the hand-off window or twice
+-- the waiter's poll interval if that is longer (a waiter that missed the notification
+-- still finds its reservation when it next polls), and tells it on the channel. Returns
+-- the waiter's id and the window, or false when nobody waits (the lock's key is left as
+-- it is).
+local function hand_off(lock, queue, channel, window_ms, t, now, head)
+  head = head or redis.call('LPOP', queue)
   if not head then
     return false
   end
-  local waiter, poll_ms = string.match(head, '^(%x+):(%d+)$')
+  local waiter, poll_ms = string.match(head, '^(%x+):(%d+):?[%d+]*$')
   if not waiter then
     -- Not an entry this version wrote: skip it rather than strand the lock.
     return hand_off(lock, queue, channel, window_ms, t, now)

@@ -16,10 +16,76 @@ if reserved or id ~= ARGV[1] then
   end
   return 0
 end
+-- The server's identity, as acquire.lua reads it (ARGV[5]); nil if INFO does not name it.
+local function identity()
+  if ARGV[5] ~= '*' then
+    return ARGV[5]
+  end
+  local info = redis.call('INFO', 'server', 'replication')
+  local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
+  if not run or not replication then
+    return nil
+  end
+  return '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+end
+
+-- Grants the lock to the waiter of queue entry `head`, taken out of the queue, if the
+-- entry names the grant's span ("<id>:<poll ms>:<ttl ms>[+<delay ms>]": a quorum's
+-- member leaves it out), as acquire.lua would have granted it to the waiter's claim: its
+-- token the larger of the counter's plus one and the clock's, its owner the waiter's id
+-- followed by the token's digits (a waiter may be made more than one grant: each has an
+-- owner of its own, so that a late release of one never frees another).
+-- The waiter needs no claim: it counts its lease from its last attempt answered as
+-- queued, sent before now. Publishes "<id>@<token>" and answers it. Returns nil, with
+-- the counter as it was, when the counter is missing, marked or another server's: a
+-- reservation then makes the waiter claim, through acquire's own checks.
+local function grant_to(head, t, now)
+  local waiter, ttl, delay = string.match(head, '^(%x+):%d+:(%d+)%+?(%d*)$')
+  if not waiter then
+    return nil
+  end
+  local server = identity()
+  if not server then
+    return nil
+  end
+  local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
+  local last = redis.call('SET', KEYS[3], micros .. server, 'GET')
+  local digits, id
+  if last then
+    digits, id = string.match(last, '^(%d+)(/?%x*)$')
+  end
+  if not digits or (server ~= '' and id ~= server) then
+    if last then
+      redis.call('SET', KEYS[3], last)
+    else
+      redis.call('DEL', KEYS[3])
+    end
+    return nil
+  end
+  local token = string.format('%d', math.max(tonumber(digits) + 1, tonumber(micros)))
+  if token ~= micros then
+    redis.call('SET', KEYS[3], token .. server)
+  end
+  local span = delay ~= '' and (ttl .. '+' .. delay) or ttl
+  local key_ms = tonumber(ttl) + (tonumber(delay) or 0)
+  local grant = waiter .. token .. ':' .. t[1] .. ':' .. t[2] .. ':' .. span .. '@' .. token
+  -- Others still wait (the queue lives on): the key is marked, and kept alive as
+  -- long as the queue at least, as acquire.lua's take does.
+  local keep = redis.call('PTTL', KEYS[2])
+  if keep == -2 then
+    redis.call('SET', KEYS[1], grant, 'PX', key_ms)
+  else
+    redis.call('SET', KEYS[1], grant .. ':q', 'PXAT', now + math.max(key_ms, keep))
+  end
+  local answer = waiter .. '@' .. token
+  redis.call('PUBLISH', ARGV[2], answer)
+  return answer
+end
+
 if careful then
   redis.call('DEL', KEYS[1])
 end
-if ARGV[5] == '1' then
+if ARGV[6] == '1' then
   -- Given back by a quorum's attempt without a majority: handed on now, it would go from
   -- waiter to waiter, none able to win while another holds the lock elsewhere. With
   -- waiters queued, the caller goes back to the head of the queue, where its turn here
@@ -27,12 +93,17 @@ if ARGV[5] == '1' then
   -- the first of them (the caller, if it still waits), waking it then.
   local keep = redis.call('PTTL', KEYS[2])
   if flagged and keep > 0 then
-    if ARGV[6] then
-      redis.call('LPUSH', KEYS[2], ARGV[6])
+    if ARGV[7] then
+      redis.call('LPUSH', KEYS[2], ARGV[7])
     end
     local t = redis.call('TIME')
     redis.call('SET', KEYS[1], stamp(id, t, 0) .. ':q', 'PX', keep)
   end
   return 1
 end
-return hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], clock()) or 1
+local t, now = clock()
+local head = redis.call('LPOP', KEYS[2])
+if not head then
+  return 1
+end
+return grant_to(head, t, now) or hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], t, now, head)

@@ -115,10 +115,12 @@ fn every_script_s_header_names_the_keys_and_arguments_its_call_writes_and_its_co
     let release = |quietly| ReleaseArgs {
         lock,
         queue,
+        fence,
         owner,
         channel: "t:handoff",
         handoff_ms: 500,
         careful: false,
+        server: b"*",
         quietly,
     };
     let withdraw = WithdrawArgs {

@@ -77,6 +77,18 @@ impl Identity {
     }
 }
 
+impl crate::redis::config::Settings {
+    /// What every script call of these settings takes for the server's identity:
+    /// [`Identity::ASK`] with failover detection on, [`Identity::OFF`] with it off.
+    pub(in crate::redis) fn identity(&self) -> &'static Identity {
+        if self.detect_failover {
+            &Identity::ASK
+        } else {
+            &Identity::OFF
+        }
+    }
+}
+
 impl std::fmt::Debug for Identity {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&String::from_utf8_lossy(self.as_bytes()))

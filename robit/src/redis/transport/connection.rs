@@ -101,11 +101,7 @@ impl<C: Connector> Inner<C> {
     /// In cluster mode nothing is sent: a script a node lacks is sent in full there (see
     /// [`ScriptCall::invoke`]).
     async fn ready(&self, connection: &mut C::Connection) -> Result<Identity, Ready> {
-        let identity = if self.settings.detect_failover {
-            Identity::ASK
-        } else {
-            Identity::OFF
-        };
+        let identity = *self.settings.identity();
         if self.settings.spread {
             return Ok(identity);
         }

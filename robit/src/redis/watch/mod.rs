@@ -1,18 +1,21 @@
 //! Watching for a release ([`Driver::watch_release`](crate::Driver::watch_release)):
 //! hand-off notifications, one subscription per driver fanned out to its waiters.
 //!
-//! A release (or withdrawal, or the expiry of a holder with waiters) reserves the lock
-//! for the longest-waiting waiter and publishes that waiter's id on the namespace's
-//! channel. The driver keeps one subscription to it — not one per waiter — and wakes the
-//! waiter with that id, if it is one of its own (keeping the wake for it if its watch
-//! has not registered yet: see `waiters.rs`). A lost message (the subscription
-//! dropped, the subscriber reconnecting) costs the waiter at most its poll interval.
+//! A release grants the lock to the longest-waiting waiter and publishes
+//! `<waiter id>@<token>` on the namespace's channel; a withdrawal, the expiry of a holder
+//! with waiters, or a release to a quorum's waiter reserves the lock for it to claim
+//! instead, and publishes its id. The driver keeps one subscription to the channel — not
+//! one per waiter — and wakes the waiter with that id, if it is one of its own (keeping
+//! the wake for it if its watch has not registered yet: see `waiters.rs`), keeping a
+//! grant for its next acquire to take up (`handoffs.rs`). A lost message (the
+//! subscription dropped, the subscriber reconnecting) costs the waiter at most its poll
+//! interval.
 //!
 //! A release or withdrawal made through this driver does not wait for its own
-//! notification to come back: [`Dispatcher::freeing`] wakes this driver's waiters
-//! directly — the one next in line as soon as the release is sent, the one the answer
-//! names once it is in.
+//! notification to come back: [`Dispatcher::freeing`] wakes the waiter its answer names
+//! directly, if it is this driver's.
 
+pub(super) mod handoffs;
 mod waiters;
 
 use std::future::Future;
@@ -23,9 +26,10 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use self::handoffs::Handoffs;
 use self::waiters::Waiters;
 use super::Connector;
-use super::scripts::answers::{Freed, parse_waiter};
+use super::scripts::answers::{Freed, Handoff, parse_waiter};
 use crate::driver::ReleaseWatch;
 use crate::millis::Millis;
 
@@ -39,6 +43,8 @@ const PING_EVERY: Duration = Duration::from_secs(5);
 #[derive(Default)]
 pub(super) struct Dispatcher {
     waiters: Arc<Waiters>,
+    /// Grants made straight to this driver's waiters by releases.
+    pub(super) handoffs: Handoffs,
     started: AtomicBool,
     stop: CancellationToken,
 }
@@ -58,55 +64,39 @@ impl Dispatcher {
     }
 
     fn deliver(&self, payload: &[u8]) {
-        if let Some(waiter) = parse_waiter(payload) {
+        if let Some(handoff) = Handoff::parse(payload) {
+            self.handed(handoff);
+        } else if let Some(waiter) = parse_waiter(payload) {
             self.waiters.wake(waiter);
         }
     }
 
-    /// Runs `call`, which frees a lock (a release or a withdrawal), and wakes the waiters
-    /// of this driver's own that it concerns, without waiting for the published
-    /// notification to come back from the server.
-    ///
-    /// - `next` was first in line behind the grant being released, when it was granted.
-    ///   If it is one of this driver's waiters, it is woken as soon as the call has been
-    ///   handed to the connection (polled once, and pending): its claim then follows the
-    ///   release on the same connection, and the server runs the two back to back, so
-    ///   the hand-off costs one round trip instead of two. The claim is an ordinary
-    ///   acquire, its validity counted from its own sending. If it overtakes the release
-    ///   after all (the connection was still being made), or `next` is no longer first
-    ///   in line, it is told the lock is held, and the waiter waits on.
-    /// - The waiter the answer names, if it is one of this driver's, is woken once the
-    ///   answer is in — again if it was woken early, in case its claim overtook the
-    ///   release. If it was not woken early, the releasing task then yields, so that the
-    ///   claim goes out before whatever the releaser sends next (another `lock()` of the
-    ///   same name, typically, which would otherwise delay the claim by a script's run).
+    /// A release granted the lock to `handoff`'s waiter: kept for its next acquire if
+    /// the waiter is this driver's, and the waiter woken. Answers whether it was.
+    fn handed(&self, handoff: Handoff) -> bool {
+        self.handoffs.granted(handoff.waiter, handoff.fence);
+        self.waiters.wake(handoff.waiter)
+    }
+
+    /// Runs `call`, which frees a lock (a release or a withdrawal), and wakes the waiter
+    /// its answer names, if it is one of this driver's, without waiting for the
+    /// published notification to come back from the server: with the grant the release
+    /// made it, which its next acquire takes up with no round trip, or the reservation
+    /// it is to claim. The releasing task then yields, so that the waiter goes on before
+    /// whatever the releaser does next (another `lock()` of the same name, typically).
     pub(super) async fn freeing<E>(
         &self,
         call: impl Future<Output = Result<Freed, E>>,
-        next: Option<u128>,
     ) -> Result<Freed, E> {
-        let mut call = std::pin::pin!(call);
-        let mut next = next;
-        let mut woken = None;
-        let answer = std::future::poll_fn(|cx| {
-            let poll = call.as_mut().poll(cx);
-            if let Some(waiter) = next.take()
-                && poll.is_pending()
-                && self.waiters.wake(waiter)
-            {
-                tracing::trace!(target: "robit", waiter, "woke the next in line as the release went out");
-                woken = Some(waiter);
-            }
-            poll
-        })
-        .await;
-        if let Ok(Freed::ReservedFor(Some(waiter))) = answer
-            && self.waiters.wake(waiter)
-        {
+        let answer = call.await;
+        let woke = match &answer {
+            Ok(Freed::ReservedFor(Some(waiter))) => self.waiters.wake(*waiter).then_some(*waiter),
+            Ok(Freed::GrantedTo(handoff)) => self.handed(*handoff).then_some(handoff.waiter),
+            _ => None,
+        };
+        if let Some(waiter) = woke {
             tracing::trace!(target: "robit", waiter, "woke the waiter the lock was handed to");
-            if woken != Some(waiter) {
-                tokio::task::yield_now().await;
-            }
+            tokio::task::yield_now().await;
         }
         answer
     }
@@ -219,57 +209,49 @@ mod tests {
     const WAITER: u128 = 0xb;
 
     #[tokio::test]
-    async fn a_waiter_woken_early_is_woken_again_by_the_answer_in_case_its_claim_overtook() {
-        let dispatcher = Dispatcher::default();
-        let early = dispatcher.waiters.watch(WAITER);
-        let (answer, answered) = tokio::sync::oneshot::channel::<Freed>();
-        let mut freeing =
-            Box::pin(dispatcher.freeing(async { answered.await.map_err(|_| ()) }, Some(WAITER)));
-        // Sent, not yet answered: the waiter next in line is woken already.
-        assert!((&mut freeing).now_or_never().is_none());
-        assert!(early.now_or_never().is_some(), "not woken early");
-        // Its claim registers a fresh watch; the answer names it, so it is woken again.
-        let claim = dispatcher.waiters.watch(WAITER);
-        answer.send(Freed::ReservedFor(Some(WAITER))).unwrap();
-        assert_eq!(freeing.await, Ok(Freed::ReservedFor(Some(WAITER))));
-        assert!(claim.now_or_never().is_some(), "not woken by the answer");
-    }
-
-    #[tokio::test]
     async fn nobody_is_woken_for_a_release_that_found_nothing_of_the_callers() {
         let dispatcher = Dispatcher::default();
         let watch = dispatcher.waiters.watch(WAITER);
         let freed = dispatcher
-            .freeing(async { Ok::<_, ()>(Freed::Nothing) }, None)
+            .freeing(async { Ok::<_, ()>(Freed::Nothing) })
             .await;
         assert_eq!(freed, Ok(Freed::Nothing));
         assert!(watch.now_or_never().is_none());
     }
 
     #[tokio::test]
-    async fn a_releaser_yields_once_to_the_waiter_its_answer_woke_unless_it_woke_it_early() {
+    async fn a_releaser_yields_once_to_the_waiter_its_answer_woke() {
         let dispatcher = Dispatcher::default();
-        // Not woken early (nobody was next in line at the grant): one yield, so that
-        // the woken waiter's claim goes out before the releaser's next command.
         // A watch registers when first polled.
         let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
         assert!((&mut watch).now_or_never().is_none());
         let answer = Ok::<_, ()>(Freed::ReservedFor(Some(WAITER)));
-        let mut freeing = Box::pin(dispatcher.freeing(async { answer }, None));
+        let mut freeing = Box::pin(dispatcher.freeing(async { answer }));
         assert!((&mut freeing).now_or_never().is_none(), "no yield");
         assert_eq!(freeing.await, answer);
         assert!(watch.now_or_never().is_some());
-        // Woken early: its claim is on the connection already, behind the release.
-        let mut early = Box::pin(dispatcher.waiters.watch(WAITER));
-        assert!((&mut early).now_or_never().is_none());
-        let (reply, answered) = tokio::sync::oneshot::channel::<Freed>();
-        let mut freeing =
-            Box::pin(dispatcher.freeing(async { answered.await.map_err(|_| ()) }, Some(WAITER)));
-        assert!((&mut freeing).now_or_never().is_none());
-        let mut claim = Box::pin(dispatcher.waiters.watch(WAITER));
-        assert!((&mut claim).now_or_never().is_none());
-        reply.send(Freed::ReservedFor(Some(WAITER))).unwrap();
-        assert_eq!(freeing.now_or_never(), Some(answer), "yielded");
+    }
+
+    #[tokio::test]
+    async fn a_grant_a_release_made_a_waiter_of_this_driver_is_kept_for_it_and_wakes_it() {
+        let dispatcher = Dispatcher::default();
+        dispatcher
+            .handoffs
+            .queued(WAITER, tokio::time::Instant::now());
+        let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut watch).now_or_never().is_none());
+        let handoff = Handoff {
+            waiter: WAITER,
+            fence: crate::driver::FenceToken::new(9),
+        };
+        let answer = Ok::<_, ()>(Freed::GrantedTo(handoff));
+        assert_eq!(dispatcher.freeing(async { answer }).await, answer);
+        assert!(watch.now_or_never().is_some(), "not woken");
+        let kept = dispatcher
+            .handoffs
+            .take_granted(WAITER)
+            .map(|(_, fence)| fence);
+        assert_eq!(kept, Some(handoff.fence));
     }
 
     #[test]
@@ -282,6 +264,27 @@ mod tests {
         assert!((&mut watch).now_or_never().is_none());
         dispatcher.deliver(b"b");
         assert!(watch.now_or_never().is_some());
+    }
+
+    #[test]
+    fn a_published_grant_is_kept_only_for_a_waiter_this_driver_queued() {
+        let dispatcher = Dispatcher::default();
+        dispatcher.deliver(b"c@7");
+        assert_eq!(dispatcher.handoffs.take_granted(0xc), None);
+        dispatcher
+            .handoffs
+            .queued(WAITER, tokio::time::Instant::now());
+        let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
+        assert!((&mut watch).now_or_never().is_none());
+        dispatcher.deliver(b"b@0");
+        assert_eq!(dispatcher.handoffs.take_granted(WAITER), None, "no token 0");
+        dispatcher.deliver(b"b@7");
+        assert!(watch.now_or_never().is_some());
+        let kept = dispatcher
+            .handoffs
+            .take_granted(WAITER)
+            .map(|(_, fence)| fence);
+        assert_eq!(kept, Some(crate::driver::FenceToken::new(7)));
     }
 
     /// A server that refuses every subscription, and records when each was asked for.

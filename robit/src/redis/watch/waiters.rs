@@ -128,7 +128,7 @@ impl Drop for Unregister {
 /// hash is work for nothing. Ids are only looked up, never iterated, so hash order
 /// cannot reach behaviour.
 #[derive(Default)]
-struct IdHasher(u64);
+pub(super) struct IdHasher(u64);
 
 impl std::hash::Hasher for IdHasher {
     fn finish(&self) -> u64 {

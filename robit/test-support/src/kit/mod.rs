@@ -79,6 +79,18 @@ pub async fn granted(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn 
     }
 }
 
+/// The lease of the grant a release made `request`'s waiter, which `driver` must hand
+/// it ([`Acquire::Handed`]).
+pub async fn handed(driver: &impl Driver, request: &AcquireRequest) -> Arc<dyn Lease> {
+    match driver.acquire(request).await.unwrap() {
+        Acquire::Handed(lease) => lease,
+        other => panic!(
+            "{:?} expected a grant handed to it, got {other:?}",
+            request.owner
+        ),
+    }
+}
+
 /// The expiry `driver` reports when it must refuse `request` because the lock is held.
 pub async fn held(driver: &impl Driver, request: &AcquireRequest) -> Option<Duration> {
     match driver.acquire(request).await.unwrap() {
