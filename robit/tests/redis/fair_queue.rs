@@ -361,3 +361,31 @@ async fn an_operator_frees_a_grant_a_release_made_a_waiter_by_the_holder_inspect
     assert!(driver.force_release(&"stuck".into(), named).await.unwrap());
     assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Lost);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_handed_to_a_waiter_takes_a_token_above_a_counter_far_ahead_of_the_clock() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let first = granted(&driver, &request("ahead", 1)).await;
+    first.release().await.unwrap();
+    // The counter is pushed far past the clock's microseconds (as after a clock that ran
+    // ahead), keeping the identity of the server that wrote it.
+    let mut admin = server.admin().await;
+    let counter: String = admin.get("{robit}:fence").await.unwrap();
+    let identity = &counter[counter.find('/').unwrap_or(counter.len())..];
+    let far = first.fence().get() * 2;
+    admin
+        .set::<_, _, ()>("{robit}:fence", format!("{far}{identity}"))
+        .await
+        .unwrap();
+    let holder = granted(&driver, &request("ahead", 2)).await;
+    assert_eq!(holder.fence().get(), far + 1);
+    let waiter = queued("ahead", 7, LONG);
+    assert!(matches!(
+        driver.acquire(&waiter).await.unwrap(),
+        Acquire::Held { .. }
+    ));
+    holder.release().await.unwrap();
+    let lease = handed(&driver, &waiter).await;
+    assert_eq!(lease.fence().get(), far + 2);
+}
