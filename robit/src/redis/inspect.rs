@@ -126,6 +126,9 @@ mod tests {
         let waiter = format!("{:032x}", 0xa);
         let handed = inspection(&answer("held", &format!("{waiter}42"), "42", 9, 0)).unwrap();
         assert_eq!(handed.holder, Some(OwnerToken::from_u128(0xa)));
+        // Longer than an owner token, but not a waiter's id and this grant's token: not
+        // an owner robit wrote.
+        assert!(inspection(&answer("held", &format!("{waiter}42"), "43", 9, 0)).is_none());
         let delayed = inspection(&answer("delay", "0f", "", 900, 0)).unwrap();
         assert_eq!((delayed.state, delayed.fence), (LockState::LockDelay, None));
         assert_eq!(

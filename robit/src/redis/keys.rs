@@ -129,6 +129,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_release_grants_straight_only_to_a_single_server_s_waiter_without_replica_acks() {
+        let plain = crate::redis::RedisDriver::builder("redis://localhost")
+            .build()
+            .unwrap();
+        assert!(plain.inner.settings.grants_to_waiters(false));
+        assert!(!plain.inner.settings.grants_to_waiters(true), "a quorum's member");
+        let acked = crate::redis::RedisDriver::builder("redis://localhost")
+            .replica_acks(1, std::time::Duration::from_millis(100))
+            .build()
+            .unwrap();
+        assert!(!acked.inner.settings.grants_to_waiters(false));
+    }
+
+    #[test]
     fn the_bucket_of_a_name_is_its_fnv1a_hash_folded_to_ten_bits() {
         // FNV-1a's published test vectors: "" → 0x811c9dc5, "a" → 0xe40c292c,
         // "foobar" → 0xbf9cf968.

@@ -371,9 +371,9 @@ pub(in crate::redis) struct WaiterArgs {
     len: usize,
 }
 
-/// The longest entry: an id, a poll interval, a TTL and a lock-delay, each of the
-/// numbers at most 20 digits, and their separators.
-const ENTRY_BYTES: usize = 32 + 1 + 20 + 1 + 20 + 1 + 20;
+/// The longest entry: an id (32), a poll interval, a TTL and a lock-delay, each of the
+/// numbers at most 20 digits, and their three separators.
+const ENTRY_BYTES: usize = 95;
 
 impl WaiterArgs {
     /// `waiter`'s entry; `span`: the span of the grant a release may make it, when it
