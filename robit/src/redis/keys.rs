@@ -134,7 +134,10 @@ mod tests {
             .build()
             .unwrap();
         assert!(plain.inner.settings.grants_to_waiters(false));
-        assert!(!plain.inner.settings.grants_to_waiters(true), "a quorum's member");
+        assert!(
+            !plain.inner.settings.grants_to_waiters(true),
+            "a quorum's member"
+        );
         let acked = crate::redis::RedisDriver::builder("redis://localhost")
             .replica_acks(1, std::time::Duration::from_millis(100))
             .build()
