@@ -122,10 +122,11 @@ mod tests {
                 2
             )
         );
-        // A grant a release made waiter 0xa: its holder is the waiter.
-        let waiter = format!("{:032x}", 0xa);
+        // A grant a release made a waiter: its holder is the waiter.
+        let id = u128::MAX - 5;
+        let waiter = format!("{id:032x}");
         let handed = inspection(&answer("held", &format!("{waiter}42"), "42", 9, 0)).unwrap();
-        assert_eq!(handed.holder, Some(OwnerToken::from_u128(0xa)));
+        assert_eq!(handed.holder, Some(OwnerToken::from_u128(id)));
         // Longer than an owner token, but not a waiter's id and this grant's token: not
         // an owner robit wrote.
         assert!(inspection(&answer("held", &format!("{waiter}42"), "43", 9, 0)).is_none());
