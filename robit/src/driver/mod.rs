@@ -223,8 +223,9 @@ pub trait Driver: Send + Sync + 'static {
     /// Tells the driver that the waiter of `request` gave up (its wait timed out, failed,
     /// or was cancelled), so a fair driver can take it out of its queue — and pass on
     /// anything it had reserved for it — instead of waiting for the entry to expire.
-    /// Called in the background, at most once per `lock()` call that was told
-    /// [`Acquire::Held`].
+    /// Called in the background, at most once per waiting `lock()` call that ends
+    /// without the lock after it made an attempt (any attempt may have queued it, even
+    /// one whose answer was lost).
     ///
     /// The default does nothing.
     ///

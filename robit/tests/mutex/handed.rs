@@ -99,3 +99,38 @@ async fn a_grant_handed_after_several_held_answers_counts_from_the_last_of_them(
     assert!(sent[2] > sent[1] && sent[3] > sent[2]);
     assert_eq!(deadline, sent[2] + VALIDITY);
 }
+
+/// Never answers an acquire; counts withdrawals.
+#[derive(Clone, Default)]
+struct Silent(Arc<AtomicU32>);
+
+#[async_trait]
+impl Driver for Silent {
+    async fn acquire(&self, _request: &AcquireRequest) -> Result<Acquire, DriverError> {
+        std::future::pending().await
+    }
+
+    async fn withdraw(&self, request: &AcquireRequest) -> Result<(), DriverError> {
+        assert!(request.waiter.is_some());
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lock_cancelled_during_its_first_attempt_withdraws_its_waiter() {
+    // The attempt may have queued the waiter (its answer lost), and a fair driver may
+    // then grant the lock to a waiter nobody is left to take it up.
+    let driver = Silent::default();
+    let mutex = Mutex::builder("cancelled", driver.clone())
+        .ttl(TTL)
+        .wait(Wait::Forever)
+        .build()
+        .unwrap();
+    let cut = tokio::time::timeout(Duration::from_millis(50), mutex.lock()).await;
+    assert!(cut.is_err(), "the lock was granted");
+    for _ in 0..16 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(driver.0.load(Ordering::Relaxed), 1);
+}

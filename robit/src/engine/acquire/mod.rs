@@ -50,8 +50,8 @@ pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, L
 struct Pending<'a> {
     core: &'a Arc<Core>,
     started: Instant,
-    /// Set once an attempt on behalf of a waiter was told `Held`, or failed: a fair
-    /// driver may have queued it (and, by a hand-off, granted it the lock since).
+    /// Set once an attempt on behalf of a waiter is made: a fair driver may have queued
+    /// it (and, by a hand-off, granted it the lock since).
     queued: Option<AcquireRequest>,
     finished: bool,
 }
@@ -176,6 +176,12 @@ async fn attempts(
     loop {
         let request = plan.request(core, number);
         let released = plan.watch(core, &request);
+        // Any attempt of a waiting `lock()` may queue its waiter, even one whose answer
+        // never comes (and a fair driver may then grant it the lock): if `lock()` fails
+        // or is cancelled from here on, the waiter is withdrawn.
+        if plan.waiter.is_some() && pending.queued.is_none() {
+            pending.queued = Some(request.clone());
+        }
         // The first attempt goes out straight after `lock()` began: the reading taken
         // then serves as its send time (earlier than the send, so it only shortens the
         // validity it counts from), and saves a clock reading per uncontended lock.
@@ -191,30 +197,21 @@ async fn attempts(
             }
             Outcome::TooLate => Duration::ZERO,
             Outcome::CutShort(error) => {
-                if plan.waiter.is_some() {
-                    pending.queued.get_or_insert(request);
-                }
                 seen.cut_short(error);
                 Duration::ZERO
             }
             Outcome::Held { expires_in } => {
                 seen.held();
                 queued_at = sent;
-                pending.queued.get_or_insert(request);
                 wait::after_held(core, &plan, &released, number, expires_in)
             }
             // A fair driver queues the waiter during a quarantine too.
             Outcome::Quarantined { left } => {
                 seen.quarantined(left);
                 queued_at = sent;
-                pending.queued.get_or_insert(request);
                 wait::after_quarantine(core, &plan, left)
             }
-            // A failed attempt's request may have queued the waiter all the same.
             Outcome::Failed(error) => {
-                if plan.waiter.is_some() {
-                    pending.queued.get_or_insert(request);
-                }
                 seen.failed(core, error, plan.started);
                 core.config.backoff.delay(number, &*core.config.entropy)
             }
