@@ -327,8 +327,8 @@ pub trait Driver: Send + Sync + 'static {
 pub enum Acquire {
     /// The caller now holds the lock.
     Granted(Arc<dyn Lease>),
-    /// The caller's waiter holds the lock by a hand-off: a release (or the expiry of
-    /// the holder) granted it to the waiter first in line, before this attempt was sent
+    /// The caller's waiter holds the lock by a hand-off: a release granted it to the
+    /// waiter first in line, before this attempt was sent
     /// (see [`Driver::acquire`]). The grant must stay live until at least the TTL from
     /// the sending of the waiter's last attempt answered [`Held`](Self::Held) or
     /// [`Quarantined`](Self::Quarantined), and the Mutex counts its validity from

@@ -123,7 +123,7 @@ local function take(old, flagged)
   local answer = fenced(old)
   if answer[1] == 1 then
     local head = redis.call('LINDEX', queue, 0)
-    answer[3] = head and string.match(head, '^(%x+):%d+$') or ''
+    answer[3] = head and string.match(head, '^(%x+):') or ''
   end
   return answer
 end
