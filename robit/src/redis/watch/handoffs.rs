@@ -1,19 +1,28 @@
 //! Grants a release made straight to this driver's waiters, until they take them up.
 //!
 //! A release that finds waiters grants the lock to the first of them (release_rest.lua)
-//! and names it, with the grant's fencing token, in its answer and on the channel. A
-//! waiter of this driver then needs no claim: its next acquire takes the grant from
-//! here, with no round trip. If the message is lost, its next acquire finds the grant on
-//! the server instead (answered as handed, acquire_rest.lua).
+//! and names it, with the grant's fencing token, in its answer and on the channel. When
+//! the release went through this driver and the waiter is one of its own, the waiter
+//! needs no claim: its next acquire takes the grant from here, with no round trip.
+//! Otherwise — the release came from elsewhere, the answer was lost — its next acquire
+//! finds the grant on the server (answered as handed, acquire_rest.lua).
 //!
-//! Only waiters that this driver saw queued are kept: most messages on a namespace's
-//! channel are for other processes' waiters. Each is kept with when its last attempt
-//! answered held was sent — the grant was made after that — which the lease counts its
-//! key's life from.
+//! Only a release's *answer* is kept, never a published message. Answers come back on
+//! the driver's command connection in the order the server ran the commands, so an
+//! attempt of the waiter answered held after the grant's answer ran after the grant,
+//! and found it gone (released late, or expired): that answer drops the grant kept here.
+//! A message comes on another connection, in no order with the answers: a stale one
+//! (a second copy of an answer already taken up, or one slow enough to come after the
+//! grant expired) would be taken for a fresh grant. A message only wakes the waiter.
+//!
+//! Only waiters that this driver saw queued are kept. Each is kept with when its last
+//! attempt answered held was sent — the grant was made after that — which the lease
+//! counts its key's life from.
 
 use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::time::Instant;
 
@@ -23,6 +32,11 @@ use crate::driver::FenceToken;
 /// At most this many waiters are kept. A waiter past it is not kept: its grant is
 /// found on the server by its next acquire, and its lease reads before it releases.
 pub(super) const MAX_WAITERS: usize = 1 << 16;
+
+/// A waiter not heard of for this long is forgotten when the map is full: its wait has
+/// ended (an abandoned attempt's late answer can record a waiter after its `lock()` was
+/// over). A live waiter is answered held at least once per poll interval.
+const STALE_AFTER: Duration = Duration::from_secs(60);
 
 #[derive(Default)]
 pub(in crate::redis) struct Handoffs {
@@ -44,19 +58,20 @@ impl Handoffs {
     }
 
     /// `waiter`'s attempt sent at `since` was answered held: a grant to it is made
-    /// after `since` (one kept already was too, as the answer may come after it).
+    /// after `since`, and one kept already is gone (see the module's documentation).
     pub(in crate::redis) fn queued(&self, waiter: u128, since: Instant) {
         let mut state = self.state();
-        if let Some(queued) = state.get_mut(&waiter) {
-            queued.since = since;
-        } else if state.len() < MAX_WAITERS {
+        if state.len() >= MAX_WAITERS && !state.contains_key(&waiter) {
+            state.retain(|_, queued| since.saturating_duration_since(queued.since) < STALE_AFTER);
+        }
+        if state.len() < MAX_WAITERS || state.contains_key(&waiter) {
             let granted = None;
             state.insert(waiter, Queued { since, granted });
         }
     }
 
-    /// A release granted the lock to `waiter`, with `fence`: kept if the waiter is
-    /// this driver's. Answers whether it was.
+    /// A release of this driver's answered that it granted the lock to `waiter`, with
+    /// `fence`: kept if the waiter is this driver's. Answers whether it was.
     pub(in crate::redis) fn granted(&self, waiter: u128, fence: FenceToken) -> bool {
         match self.state().get_mut(&waiter) {
             Some(queued) => {
@@ -115,21 +130,32 @@ mod tests {
         }
         handoffs.queued(u128::MAX, start);
         assert_eq!(handoffs.take(u128::MAX), None);
-        let later = start + std::time::Duration::from_millis(5);
+        let later = start + Duration::from_millis(5);
         handoffs.queued(0, later);
         assert_eq!(handoffs.take(0).map(|queued| queued.since), Some(later));
     }
 
     #[test]
-    fn a_held_answer_after_the_grant_keeps_the_grant() {
+    fn a_held_answer_after_the_grant_s_drops_the_grant() {
         let handoffs = Handoffs::default();
         let start = Instant::now();
         handoffs.queued(7, start);
         assert!(handoffs.granted(7, FenceToken::new(3)));
-        handoffs.queued(7, start + std::time::Duration::from_millis(5));
-        assert_eq!(
-            handoffs.take_granted(7).map(|(_, fence)| fence),
-            Some(FenceToken::new(3))
-        );
+        handoffs.queued(7, start + Duration::from_millis(5));
+        assert_eq!(handoffs.take_granted(7), None);
+    }
+
+    #[test]
+    fn a_full_map_forgets_the_waiters_not_heard_of_for_a_minute() {
+        let handoffs = Handoffs::default();
+        let start = Instant::now();
+        handoffs.queued(u128::MAX, start);
+        let later = start + STALE_AFTER;
+        for waiter in 1..MAX_WAITERS as u128 {
+            handoffs.queued(waiter, later);
+        }
+        handoffs.queued(0, later);
+        assert_eq!(handoffs.take(u128::MAX), None, "stale, forgotten");
+        assert_eq!(handoffs.take(0).map(|queued| queued.since), Some(later));
     }
 }
