@@ -157,5 +157,15 @@ mod tests {
         handoffs.queued(0, later);
         assert_eq!(handoffs.take(u128::MAX), None, "stale, forgotten");
         assert_eq!(handoffs.take(0).map(|queued| queued.since), Some(later));
+        assert!(handoffs.take(1).is_some(), "a recent waiter forgotten");
+    }
+
+    #[test]
+    fn a_map_with_room_forgets_nobody() {
+        let handoffs = Handoffs::default();
+        let start = Instant::now();
+        handoffs.queued(1, start);
+        handoffs.queued(2, start + 2 * STALE_AFTER);
+        assert!(handoffs.take(1).is_some());
     }
 }
