@@ -139,7 +139,9 @@ impl<C: Connector> RedisDriver<C> {
                 lock_delay: request.lock_delay,
             },
         );
-        if let Some(waiter) = &request.waiter {
+        // A waiter's first attempt cannot have been answered held before: nothing of it
+        // is kept, and an uncontended `lock()` takes no lock of the map.
+        if let Some(waiter) = request.waiter.filter(|waiter| waiter.attempt > 0) {
             inner.dispatcher.handoffs.take(waiter.id);
         }
         if let Err(err) = acked {

@@ -50,9 +50,10 @@ pub(crate) async fn acquire(core: &Arc<Core>, wait: Wait) -> Result<Installed, L
 struct Pending<'a> {
     core: &'a Arc<Core>,
     started: Instant,
-    /// Set once an attempt on behalf of a waiter is made: a fair driver may have queued
-    /// it (and, by a hand-off, granted it the lock since).
-    queued: Option<AcquireRequest>,
+    /// The waiter, for a waiting `lock()`: any of its attempts may have queued it, even
+    /// one whose answer never came (and a fair driver may then grant it the lock), so it
+    /// is withdrawn if `lock()` fails or is cancelled.
+    queued: Option<Waiter>,
     finished: bool,
 }
 
@@ -76,10 +77,11 @@ impl Pending<'_> {
     fn fail(&mut self, waited: Duration) {
         self.core.abort_acquire();
         self.core.stats.failed(waited);
-        let Some(request) = self.queued.take() else {
+        let Some(waiter) = self.queued.take() else {
             return;
         };
         let core = Arc::clone(self.core);
+        let request = request(&core, Some(waiter));
         in_background(async move {
             let withdraw = core.config.driver.withdraw(&request);
             if let Err(error) = core.within(core.config.renew_timeout, withdraw).await {
@@ -138,14 +140,7 @@ impl Plan {
     /// late grant is released in the background, and that release must never match the
     /// grant of a later attempt.
     fn request(&self, core: &Core, attempt: u32) -> AcquireRequest {
-        let config = &core.config;
-        AcquireRequest {
-            name: config.name.clone(),
-            owner: OwnerToken::generate(&*config.entropy),
-            ttl: config.ttl,
-            waiter: self.waiter.map(|waiter| waiter.on_attempt(attempt)),
-            lock_delay: config.lock_delay,
-        }
+        request(core, self.waiter.map(|waiter| waiter.on_attempt(attempt)))
     }
 
     /// A watch on the lock's next release, taken before asking, so that a release
@@ -160,6 +155,18 @@ impl Plan {
     }
 }
 
+/// A request for `core`'s lock on behalf of `waiter`, with a fresh owner.
+fn request(core: &Core, waiter: Option<Waiter>) -> AcquireRequest {
+    let config = &core.config;
+    AcquireRequest {
+        name: config.name.clone(),
+        owner: OwnerToken::generate(&*config.entropy),
+        ttl: config.ttl,
+        waiter,
+        lock_delay: config.lock_delay,
+    }
+}
+
 async fn attempts(
     core: &Arc<Core>,
     runtime: &tokio::runtime::Handle,
@@ -167,6 +174,7 @@ async fn attempts(
     pending: &mut Pending<'_>,
 ) -> Result<Installed, LockError> {
     let plan = Plan::new(core, wait, pending.started);
+    pending.queued = plan.waiter;
     let mut seen = Seen::default();
     let mut number: u32 = 0;
     // When the last attempt answered held (or quarantined) was sent: a grant handed to
@@ -176,12 +184,6 @@ async fn attempts(
     loop {
         let request = plan.request(core, number);
         let released = plan.watch(core, &request);
-        // Any attempt of a waiting `lock()` may queue its waiter, even one whose answer
-        // never comes (and a fair driver may then grant it the lock): if `lock()` fails
-        // or is cancelled from here on, the waiter is withdrawn.
-        if plan.waiter.is_some() && pending.queued.is_none() {
-            pending.queued = Some(request.clone());
-        }
         // The first attempt goes out straight after `lock()` began: the reading taken
         // then serves as its send time (earlier than the send, so it only shortens the
         // validity it counts from), and saves a clock reading per uncontended lock.
