@@ -53,22 +53,21 @@ struct Grant {
     expires_at: Option<i64>,
 }
 
+/// What follows a key's hash tag, `{<namespace>}`, if it starts with one.
+fn after_tag(key: &[u8]) -> Option<&[u8]> {
+    let rest = key.strip_prefix(b"{")?;
+    let close = rest.iter().position(|&b| b == b'}')?;
+    Some(&rest[close + 1..])
+}
+
 /// Whether `key` is a lock's key: `{<namespace>}:lock:<name>`.
 fn is_lock(key: &[u8]) -> bool {
-    key.first() == Some(&b'{')
-        && key
-            .iter()
-            .position(|&b| b == b'}')
-            .is_some_and(|close| key[close + 1..].starts_with(b":lock:"))
+    after_tag(key).is_some_and(|rest| rest.starts_with(b":lock:"))
 }
 
 /// Whether `key` is a lock's queue: `{<namespace>}:queue:<name>`.
 fn is_queue(key: &[u8]) -> bool {
-    key.first() == Some(&b'{')
-        && key
-            .iter()
-            .position(|&b| b == b'}')
-            .is_some_and(|close| key[close + 1..].starts_with(b":queue:"))
+    after_tag(key).is_some_and(|rest| rest.starts_with(b":queue:"))
 }
 
 /// The waiter ids of the entries in the queue at `key`: each entry's text up to its
@@ -91,11 +90,7 @@ fn queued(exec: &mut Exec<'_>, key: &[u8]) -> Vec<Vec<u8>> {
 
 /// Whether `key` is a namespace's quarantine key: `{<namespace>}:quarantine`.
 fn is_quarantine(key: &[u8]) -> bool {
-    key.first() == Some(&b'{')
-        && key
-            .iter()
-            .position(|&b| b == b'}')
-            .is_some_and(|close| &key[close + 1..] == b":quarantine")
+    after_tag(key) == Some(b":quarantine")
 }
 
 /// `{<namespace>}:fence`, the counter of the namespace of the lock at `key`.

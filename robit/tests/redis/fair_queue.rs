@@ -14,7 +14,7 @@ use robit_test_support::redis as support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{granted, handed, within};
+use common::{granted, handed, held, within};
 use redis::AsyncCommands;
 use robit::driver::{Acquire, AcquireRequest, Renewal, Waiter};
 use robit::redis::RedisDriver;
@@ -131,10 +131,7 @@ async fn a_withdrawal_never_touches_a_live_holders_grant() {
     let driver = driver(&server);
     let holder = granted(&driver, &request("withdraw-safe", 1)).await;
     let waiter = queued("withdraw-safe", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
+    held(&driver, &waiter).await;
     driver.withdraw(&waiter).await.unwrap();
     assert_eq!(holder.renew(TTL).await.unwrap(), Renewal::Renewed);
     let mut admin = server.admin().await;
@@ -157,10 +154,7 @@ async fn a_grant_to_a_waiter_that_never_takes_it_up_ends_with_its_ttl_then_goes_
     dead.ttl = ttl;
     let alive = queued("dead-waiter", 8, poll);
     for waiter in [&dead, &alive] {
-        assert!(matches!(
-            driver.acquire(waiter).await.unwrap(),
-            Acquire::Held { .. }
-        ));
+        held(&driver, waiter).await;
     }
     holder.release().await.unwrap(); // granted to 7, which is gone
     let value: String = server
@@ -198,10 +192,7 @@ async fn a_reservation_lasts_twice_the_waiters_poll_interval_when_that_is_longer
     let slow = queued("slow-poller", 7, Duration::from_secs(3));
     let behind = queued("slow-poller", 8, Duration::from_millis(50));
     for waiter in [&slow, &behind] {
-        assert!(matches!(
-            driver.acquire(waiter).await.unwrap(),
-            Acquire::Held { .. }
-        ));
+        held(&driver, waiter).await;
     }
     // Once the holder has expired, the next attempt reserves the lock for the waiter
     // first in line.
@@ -236,10 +227,7 @@ async fn when_a_holder_expires_the_longest_waiting_waiter_goes_first() {
     let driver = driver(&server);
     let _expired = granted(&driver, &request("expired", 1)).await;
     let waiter = queued("expired", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
+    held(&driver, &waiter).await;
     // As if expired: the grant's end is long past, and the key lives on for the queue.
     let mut admin = server.admin().await;
     let value: String = admin.get("{robit}:lock:expired").await.unwrap();
@@ -310,29 +298,18 @@ async fn a_late_release_of_a_waiter_s_earlier_grant_never_frees_its_later_one() 
     let mut earlier = None;
     for round in 0..2u128 {
         let holder = granted(&driver, &request("twice", 1 + round)).await;
-        assert!(matches!(
-            driver.acquire(&waiter(10 + round)).await.unwrap(),
-            Acquire::Held { .. }
-        ));
+        held(&driver, &waiter(10 + round)).await;
         holder.release().await.unwrap();
         let lease = handed(&driver, &waiter(20 + round)).await;
         if let Some(earlier) = earlier.replace(Arc::clone(&lease)) {
             // The earlier grant's release, arriving late, leaves the later one alone.
             earlier.release().await.unwrap();
             assert_eq!(lease.renew(TTL).await.unwrap(), Renewal::Renewed);
-            held_by_someone(&driver, "twice").await;
+            held(&driver, &request("twice", 99)).await;
         } else {
             lease.release().await.unwrap();
         }
     }
-}
-
-/// A single try on `name` is refused.
-async fn held_by_someone(driver: &RedisDriver, name: &str) {
-    assert!(matches!(
-        driver.acquire(&request(name, 99)).await.unwrap(),
-        Acquire::Held { .. }
-    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,10 +318,7 @@ async fn an_operator_frees_a_grant_a_release_made_a_waiter_by_the_holder_inspect
     let driver = driver(&server);
     let holder = granted(&driver, &request("stuck", 1)).await;
     let waiter = queued("stuck", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
+    held(&driver, &waiter).await;
     holder.release().await.unwrap();
     let lease = handed(&driver, &waiter).await;
     let seen = driver.inspect(&"stuck".into()).await.unwrap();
@@ -381,10 +355,7 @@ async fn a_grant_handed_to_a_waiter_takes_a_token_above_a_counter_far_ahead_of_t
     let holder = granted(&driver, &request("ahead", 2)).await;
     assert_eq!(holder.fence().get(), far + 1);
     let waiter = queued("ahead", 7, LONG);
-    assert!(matches!(
-        driver.acquire(&waiter).await.unwrap(),
-        Acquire::Held { .. }
-    ));
+    held(&driver, &waiter).await;
     holder.release().await.unwrap();
     let lease = handed(&driver, &waiter).await;
     assert_eq!(lease.fence().get(), far + 2);

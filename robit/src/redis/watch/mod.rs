@@ -238,14 +238,20 @@ mod tests {
         assert!(watch.now_or_never().is_some());
     }
 
-    #[tokio::test]
-    async fn a_grant_a_release_made_a_waiter_of_this_driver_is_kept_for_it_and_wakes_it() {
-        let dispatcher = Dispatcher::default();
+    /// `WAITER`, answered held, and its watch, registered.
+    fn queued_and_watching(dispatcher: &Dispatcher) -> std::pin::Pin<Box<ReleaseWatch>> {
         dispatcher
             .handoffs
             .queued(WAITER, tokio::time::Instant::now());
         let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
         assert!((&mut watch).now_or_never().is_none());
+        watch
+    }
+
+    #[tokio::test]
+    async fn a_grant_a_release_made_a_waiter_of_this_driver_is_kept_for_it_and_wakes_it() {
+        let dispatcher = Dispatcher::default();
+        let watch = queued_and_watching(&dispatcher);
         let handoff = Handoff {
             waiter: WAITER,
             fence: crate::driver::FenceToken::new(9),
@@ -275,11 +281,7 @@ mod tests {
     #[test]
     fn a_published_grant_wakes_its_waiter_but_is_not_kept() {
         let dispatcher = Dispatcher::default();
-        dispatcher
-            .handoffs
-            .queued(WAITER, tokio::time::Instant::now());
-        let mut watch = Box::pin(dispatcher.waiters.watch(WAITER));
-        assert!((&mut watch).now_or_never().is_none());
+        let mut watch = queued_and_watching(&dispatcher);
         dispatcher.deliver(b"c@7");
         assert!((&mut watch).now_or_never().is_none());
         dispatcher.deliver(b"b@7");
