@@ -3,9 +3,13 @@
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
+use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use super::signals::Signals;
+use super::timing::Timing;
+use super::watchdog::{Lane, Slot};
+use super::{Config, Core};
 use crate::driver::{FenceToken, Lease};
 use crate::loss::LossReason;
 
@@ -63,11 +67,45 @@ pub(super) struct Hold {
     pub(super) id: HoldId,
     pub(super) lease: Arc<dyn Lease>,
     pub(super) fence: FenceToken,
-    /// When the acquire that granted the lease was sent: the first renew is timed from it.
-    pub(super) sent: Instant,
     pub(super) acquired_at: Instant,
     pub(super) deadline: Instant,
+    /// When the watchdog renews next: a renew period after the send of the acquire or
+    /// renewal that last succeeded, sooner after a failure.
+    pub(super) next_renew: Instant,
     pub(super) signals: Arc<Signals>,
+    /// The watchdog's lane that watches the hold.
+    pub(super) lane: Arc<Lane>,
+    /// The hold's entry in its lane's schedule; none while a renewal is out.
+    pub(super) slot: Option<Slot>,
+    /// The task that listens for the lease's own loss signal, if it has one.
+    pub(super) listener: Option<AbortHandle>,
+}
+
+impl Hold {
+    /// The instants that decide the hold's fate, as they stand.
+    pub(super) fn timing(&self, config: &Config) -> Timing {
+        Timing::of(config, self.acquired_at, self.deadline, self.next_renew)
+    }
+
+    /// Puts the hold into its lane's schedule at `at`, in place of its entry if it has
+    /// one.
+    pub(super) fn schedule_at(&mut self, core: &Arc<Core>, at: Instant) {
+        if let Some(slot) = self.slot.take() {
+            self.lane.remove(slot);
+        }
+        self.slot = Some(self.lane.insert(core, self.id, at));
+    }
+
+    /// The hold has ended: nothing watches it any more.
+    pub(super) fn unwatch(&mut self) {
+        self.signals.end();
+        if let Some(slot) = self.slot.take() {
+            self.lane.remove(slot);
+        }
+        if let Some(listener) = self.listener.take() {
+            listener.abort();
+        }
+    }
 }
 
 /// What `lock()` hands to the guard of a new hold.

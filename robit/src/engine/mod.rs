@@ -46,12 +46,11 @@ pub(crate) use self::hold::{HoldId, Installed, Which};
 pub use self::mutant::Mutant;
 pub(crate) use self::refresh::refresh;
 pub(crate) use self::release::unlock;
-use self::release::{in_background, release};
+use self::release::{in_background, release, release_or_orphan};
 pub(crate) use self::signals::Signals;
 pub use self::stats::Stats;
 pub(crate) use self::stats::StatsCells;
-use self::timing::Timing;
-use self::watchdog::{Duty, Watched};
+pub(crate) use self::watchdog::Watchdog;
 use crate::driver::{FenceToken, Lease};
 use crate::error::{LockError, UnlockError};
 
@@ -67,6 +66,9 @@ pub(crate) struct Core {
     next_hold: AtomicU64,
     /// Taken by each manual refresh: they run one at a time.
     refreshing: tokio::sync::Mutex<()>,
+    /// Keeps the mutex's holds alive: shared by every mutex of a
+    /// [`Locker`](crate::Locker).
+    watchdog: Arc<Watchdog>,
 }
 
 /// The mutable state of a mutex. Never locked across an `.await`.
@@ -75,20 +77,20 @@ struct MutexState {
     phase: Phase,
     /// How the most recent hold ended, so that an `unlock()` after a loss can report it.
     last: Option<Ended>,
-    /// The mutex's watchdog.
-    watchdog: watchdog::Bookkeeping,
-    /// Leases of holds that ended without an unlock (a dropped guard or mutex), waiting
-    /// for the watchdog to release them.
-    to_release: Vec<Arc<dyn Lease>>,
-    /// Set when the last of the mutex and its guards is gone: the watchdog exits.
-    closed: bool,
+    /// Leases whose background release a runtime dropped unrun as it shut down: released
+    /// when the mutex goes.
+    orphans: Vec<Arc<dyn Lease>>,
 }
 
 impl MutexState {
-    /// Takes the current hold (hold `id`, if given) and leaves the mutex idle.
+    /// Takes the current hold (hold `id`, if given) out of the watchdog's hands and
+    /// leaves the mutex idle.
     fn take_hold(&mut self, which: Which) -> Option<Hold> {
         match std::mem::replace(&mut self.phase, Phase::Idle) {
-            Phase::Held(hold) if which.is(hold.id) => Some(hold),
+            Phase::Held(mut hold) if which.is(hold.id) => {
+                hold.unwatch();
+                Some(hold)
+            }
             other => {
                 self.phase = other;
                 None
@@ -98,19 +100,18 @@ impl MutexState {
 }
 
 impl Core {
-    pub(crate) fn new(config: Config, stats: Arc<StatsCells>) -> Self {
+    pub(crate) fn new(config: Config, stats: Arc<StatsCells>, watchdog: Arc<Watchdog>) -> Self {
         Self {
             config,
             stats,
             state: StdMutex::new(MutexState {
                 phase: Phase::Idle,
                 last: None,
-                watchdog: watchdog::Bookkeeping::default(),
-                to_release: Vec::new(),
-                closed: false,
+                orphans: Vec::new(),
             }),
             next_hold: AtomicU64::new(1),
             refreshing: tokio::sync::Mutex::new(()),
+            watchdog,
         }
     }
 
@@ -144,8 +145,8 @@ impl Core {
         }
     }
 
-    /// Acquiring → Held, and hands the hold to the mutex's watchdog, starting one on
-    /// `runtime` if the mutex has none running there.
+    /// Acquiring → Held, and hands the hold to the watchdog's lane on `runtime`, with
+    /// its first renewal due a renew period after `sent`.
     pub(crate) fn install(
         self: &Arc<Self>,
         runtime: &tokio::runtime::Handle,
@@ -156,76 +157,33 @@ impl Core {
     ) -> Installed {
         let id = HoldId::nth(self.next_hold.fetch_add(1, Ordering::Relaxed));
         let fence = lease.fence();
-        let lease_signals_loss = lease.signals_loss();
         let signals = Arc::new(Signals::new());
-        let mut state = self.state();
-        state.phase = Phase::Held(Hold {
+        let listener = lease.signals_loss().then(|| {
+            runtime
+                .spawn(listen(Arc::clone(self), id, Arc::clone(&lease)))
+                .abort_handle()
+        });
+        let mut hold = Hold {
             id,
             lease,
             fence,
-            sent,
             acquired_at,
             deadline,
+            next_renew: sent + self.config.renew_period,
             signals: Arc::clone(&signals),
-        });
-        let started = watchdog::Started {
-            first_renew: sent.checked_add(self.config.renew_period),
-            cap: timing::cap_of(&self.config, acquired_at),
-            lease_signals_loss,
+            lane: self.watchdog.lane(runtime),
+            slot: None,
+            listener,
         };
-        state.watchdog.hold_started(self, runtime, &started);
+        let at = hold.timing(&self.config).wake_at(&self.config, false);
+        let mut state = self.state();
+        hold.schedule_at(self, at);
+        state.phase = Phase::Held(hold);
         Installed {
             id,
             acquired_at,
             fence,
             signals,
-        }
-    }
-
-    /// What the watchdog is to do now: it hands over the leases waiting to be released,
-    /// says whether the watchdog should exit, and shows the current hold.
-    pub(crate) fn duty(&self) -> Duty {
-        // Read before taking the lock: the clock may be the user's, and nothing it does
-        // (a look at this mutex, say) must run under the mutex's own lock.
-        let now = self.now();
-        let mut state = self.state();
-        let hold = match &state.phase {
-            Phase::Held(hold) => Some(Watched {
-                id: hold.id,
-                lease: Arc::clone(&hold.lease),
-                signals: Arc::clone(&hold.signals),
-                timing: Timing::new(&self.config, hold.sent, hold.acquired_at, hold.deadline),
-            }),
-            Phase::Idle | Phase::Acquiring => None,
-        };
-        let holds = self.next_hold.load(Ordering::Relaxed);
-        let current = hold.as_ref().map(|hold| hold.id);
-        let idle_until = state
-            .watchdog
-            .looked(current, now, holds, self.config.renew_period);
-        Duty {
-            to_release: std::mem::take(&mut state.to_release),
-            exit: state.closed,
-            hold,
-            idle_until,
-        }
-    }
-
-    /// The last of the mutex and its guards is gone: its watchdog exits, once it has
-    /// released what it was given to release. Leases left with a watchdog that has
-    /// since died (its runtime shut down) are released on the current runtime instead.
-    pub(crate) fn close(self: &Arc<Self>) {
-        let mut state = self.state();
-        state.closed = true;
-        match state.watchdog.running() {
-            Some(running) if running.is_alive() => running.wake(),
-            _ => {
-                let orphans = std::mem::take(&mut state.to_release);
-                drop(state);
-                for lease in orphans {
-                    in_background(release(Arc::clone(self), lease));
-                }
-            }
         }
     }
 
@@ -249,12 +207,6 @@ impl Core {
         true
     }
 
-    /// Has the watchdog look at the mutex again: a refresh moved the deadline, perhaps
-    /// earlier than the watchdog's timer.
-    pub(crate) fn wake_watchdog(&self) {
-        self.state().watchdog.wake();
-    }
-
     /// Ends the current hold (or hold `id`) voluntarily, or explains why there is none.
     fn end_voluntarily(&self, which: Which) -> Result<(Hold, Instant), UnlockError> {
         let mut state = self.state();
@@ -264,7 +216,6 @@ impl Core {
                 loss: None,
                 unreported_loss: None,
             });
-            state.watchdog.hold_ended(hold.id);
             drop(state);
             let now = self.now();
             self.stats
@@ -281,26 +232,29 @@ impl Core {
     }
 
     /// Ends the current hold (or hold `id`) and has its lease released in the background:
-    /// the path for dropped guards and mutexes. The watchdog does it if it runs on the
-    /// current runtime (or there is none); otherwise — its runtime idle elsewhere, or shut
-    /// down — the release runs on the current runtime, which is running now.
+    /// the path for dropped guards and mutexes. The release runs on the current runtime,
+    /// or, outside any, on the one the hold's watchdog lane runs on.
     pub(crate) fn release_in_background(self: &Arc<Self>, which: Which) {
         let Ok((hold, _)) = self.end_voluntarily(which) else {
             return;
         };
         tracing::debug!(target: "robit", lock = %self.config.name, fence = hold.fence.get(), "dropped while held; releasing in the background");
-        let runtime = tokio::runtime::Handle::try_current().ok();
-        let mut state = self.state();
-        match (state.watchdog.running(), &runtime) {
-            (Some(running), Some(runtime)) if running.serves(runtime) => running.wake(),
-            (Some(running), None) if running.is_alive() => running.wake(),
-            _ => {
-                drop(state);
-                in_background(release(Arc::clone(self), hold.lease));
-                return;
-            }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => runtime.spawn(release(Arc::clone(self), hold.lease)),
+            Err(_) => hold
+                .lane
+                .runtime()
+                .spawn(release_or_orphan(Arc::clone(self), hold.lease)),
+        };
+    }
+
+    /// The last of the mutex and its guards is gone: releases what a runtime that shut
+    /// down left unreleased, on the current runtime.
+    pub(crate) fn close(self: &Arc<Self>) {
+        let orphans = std::mem::take(&mut self.state().orphans);
+        for lease in orphans {
+            in_background(release(Arc::clone(self), lease));
         }
-        state.to_release.push(hold.lease);
     }
 
     /// Whether hold `id` (or any hold) is current and inside its validity deadline.
@@ -340,4 +294,11 @@ impl Core {
         });
         self.stats.snapshot(held)
     }
+}
+
+/// Listens for a lease's own loss signal for as long as hold `id` lasts (the hold's end
+/// stops the task), and signals the loss at once.
+async fn listen(core: Arc<Core>, id: HoldId, lease: Arc<dyn Lease>) {
+    lease.lost().await;
+    core.lose_and_free(id, crate::loss::LossReason::DriverSignalled);
 }

@@ -79,8 +79,8 @@ fn settle(
     match verdict {
         Verdict::Renewed { deadline, slack } => {
             if core.extend(id, deadline, now) {
-                // The new deadline may come before the watchdog's timer: it re-reads.
-                core.wake_watchdog();
+                // The watchdog looks again by the new deadline, which may come sooner.
+                core.schedule(id, None);
                 core.stats.renewed(slack);
                 return Ok(deadline.saturating_duration_since(now));
             }
@@ -119,7 +119,7 @@ impl Core {
                     id: hold.id,
                     lease: Arc::clone(&hold.lease),
                     signals: Arc::clone(&hold.signals),
-                    timing: Timing::new(&self.config, hold.sent, hold.acquired_at, hold.deadline),
+                    timing: hold.timing(&self.config),
                 });
             }
             Phase::Idle | Phase::Acquiring | Phase::Held(_) => {}

@@ -60,6 +60,40 @@ impl Drop for PendingRelease {
     }
 }
 
+/// Releases a lease nobody waits on, on a runtime that may shut down before it runs the
+/// release: the lease is then left to the mutex, which releases it when it goes
+/// ([`Core::close`]).
+pub(crate) fn release_or_orphan(
+    core: Arc<Core>,
+    lease: Arc<dyn Lease>,
+) -> impl Future<Output = ()> + Send + 'static {
+    // Made before the future is first polled: a runtime may drop it unpolled.
+    let mut orphan = Orphan {
+        core,
+        lease: Some(lease),
+    };
+    async move {
+        if let Some(lease) = orphan.lease.clone() {
+            release(Arc::clone(&orphan.core), lease).await;
+        }
+        orphan.lease.take();
+    }
+}
+
+/// A release not yet done: dropped unfinished, it hands its lease back to the mutex.
+struct Orphan {
+    core: Arc<Core>,
+    lease: Option<Arc<dyn Lease>>,
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            self.core.state().orphans.push(lease);
+        }
+    }
+}
+
 /// Releases a lease nobody waits on, once, bounded by the renew timeout.
 pub(crate) async fn release(core: Arc<Core>, lease: Arc<dyn Lease>) {
     if let Err(error) = core

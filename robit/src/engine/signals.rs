@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::watchdog::Wake;
 use crate::loss::LossReason;
 
 /// The signals of one hold.
@@ -16,6 +17,8 @@ pub(crate) struct Signals {
     reason: OnceLock<LossReason>,
     /// Whether the hold is in jeopardy now.
     jeopardy: watch::Sender<bool>,
+    /// Woken when the hold ends, however it ends: a renewal still out is dropped then.
+    ended: Wake,
 }
 
 impl Signals {
@@ -24,7 +27,18 @@ impl Signals {
             lost: CancellationToken::new(),
             reason: OnceLock::new(),
             jeopardy: watch::Sender::new(false),
+            ended: Wake::default(),
         }
+    }
+
+    /// The hold has ended.
+    pub(crate) fn end(&self) {
+        self.ended.wake();
+    }
+
+    /// Completes once the hold has ended (for the one renewal of the hold that is out).
+    pub(crate) fn ended(&self) -> impl Future<Output = ()> + '_ {
+        self.ended.woken()
     }
 
     /// Records why the lease was lost, then signals the loss.

@@ -56,21 +56,38 @@ pub(super) fn cap_of(config: &Config, acquired_at: Instant) -> Option<Instant> {
 
 impl Timing {
     /// The timing of a hold granted by an acquire sent at `sent`, valid until `deadline`.
+    #[cfg(test)]
     pub(super) fn new(
         config: &Config,
         sent: Instant,
         acquired_at: Instant,
         deadline: Instant,
     ) -> Self {
+        Self::of(config, acquired_at, deadline, sent + config.renew_period)
+    }
+
+    /// The timing of a hold acquired at `acquired_at`, valid until `deadline`, that the
+    /// watchdog renews next at `next_renew` (if it renews at all).
+    pub(super) fn of(
+        config: &Config,
+        acquired_at: Instant,
+        deadline: Instant,
+        next_renew: Instant,
+    ) -> Self {
         Self {
             deadline,
             cap: cap_of(config, acquired_at),
             next_renew: if config.watchdog {
-                sent + config.renew_period
+                next_renew
             } else {
                 deadline
             },
         }
+    }
+
+    /// When the watchdog renews next.
+    pub(super) fn next_renew(&self) -> Instant {
+        self.next_renew
     }
 
     pub(super) fn deadline(&self) -> Instant {
@@ -160,14 +177,6 @@ impl Timing {
     pub(super) fn renewed(&mut self, config: &Config, sent: Instant, deadline: Instant) {
         self.deadline = deadline;
         self.next_renew = sent + config.renew_period;
-    }
-
-    /// The mutex's deadline for the hold is `deadline`: a refresh may have moved it.
-    pub(super) fn reread(&mut self, config: &Config, deadline: Instant) {
-        self.deadline = deadline;
-        if !config.watchdog {
-            self.next_renew = deadline;
-        }
     }
 
     /// A renewal failed at `now`: the next attempt comes after a jittered quarter of the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 pub use self::with_lock::WithLockError;
 use crate::driver::{Driver, LockName};
-use crate::engine::{Config, Settings, Stats, StatsCells, Wait};
+use crate::engine::{Config, Settings, Stats, StatsCells, Wait, Watchdog};
 use crate::error::{ConfigError, LockError};
 use crate::mutex::setters::settings_setters;
 use crate::mutex::{Guard, Mutex};
@@ -27,9 +27,11 @@ use crate::mutex::{Guard, Mutex};
 /// runs out. Clones share everything, including the [`stats`](Self::stats), which total
 /// the counters of every lock taken through them.
 ///
-/// **Cost.** Each `lock(name)` builds a fresh mutex, so each hold starts a watchdog task
-/// of its own (a [`Mutex`] used again and again keeps one, parked between holds). For a
-/// hot loop on one name, take [`mutex(name)`](Self::mutex) once and lock it repeatedly.
+/// **Cost.** Each `lock(name)` builds a fresh mutex, but every hold taken through a
+/// locker (and its clones) is renewed by one watchdog: a schedule with an entry per
+/// hold, run by one task per runtime, not a task and a timer per hold. Holds that fall
+/// due together are renewed together, in one batch where the driver batches. For a hot
+/// loop on one name, take [`mutex(name)`](Self::mutex) once and lock it repeatedly.
 ///
 /// # Example
 ///
@@ -68,6 +70,8 @@ struct Shared {
     /// The settings, checked once; each lock takes a copy under its own name.
     config: Config,
     stats: Arc<StatsCells>,
+    /// One schedule renews every hold taken through the locker and its clones.
+    watchdog: Arc<Watchdog>,
 }
 
 impl Locker {
@@ -91,7 +95,11 @@ impl Locker {
             return Err(ConfigError::EmptyName);
         }
         let config = self.shared.config.named(name);
-        Ok(Mutex::from_config(config, Arc::clone(&self.shared.stats)))
+        Ok(Mutex::from_config(
+            config,
+            Arc::clone(&self.shared.stats),
+            Arc::clone(&self.shared.watchdog),
+        ))
     }
 
     /// Locks `name`, waiting as configured (by default until acquired or until this
@@ -181,10 +189,13 @@ impl LockerBuilder {
     ///
     /// A [`ConfigError`] naming the first setting that is out of range.
     pub fn build(self) -> Result<Locker, ConfigError> {
+        let config = self.settings.validate()?;
+        let watchdog = Arc::new(Watchdog::new(Arc::clone(&config.clock)));
         Ok(Locker {
             shared: Arc::new(Shared {
-                config: self.settings.validate()?,
+                config,
                 stats: Arc::default(),
+                watchdog,
             }),
         })
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::Mutex;
 use super::setters::settings_setters;
 use crate::driver::{Driver, LockName};
-use crate::engine::Settings;
+use crate::engine::{Settings, Watchdog};
 use crate::error::ConfigError;
 
 /// Builds a [`Mutex`]; start with [`Mutex::builder`].
@@ -57,10 +57,9 @@ impl MutexBuilder {
     ///
     /// A [`ConfigError`] naming the first setting that is out of range.
     pub fn build(self) -> Result<Mutex, ConfigError> {
-        Ok(Mutex::from_config(
-            self.settings.validate()?,
-            Arc::default(),
-        ))
+        let config = self.settings.validate()?;
+        let watchdog = Arc::new(Watchdog::new(Arc::clone(&config.clock)));
+        Ok(Mutex::from_config(config, Arc::default(), watchdog))
     }
 
     /// Plants `mutant` in the mutex this builds: for robit-sim's conformance tests only.

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::builder::MutexBuilder;
 pub use self::guard::Guard;
 use crate::driver::{Driver, FenceToken, LockName};
-use crate::engine::{self, Config, Core, Stats, StatsCells, Wait, Which};
+use crate::engine::{self, Config, Core, Stats, StatsCells, Wait, Watchdog, Which};
 use crate::error::{LockError, RefreshError, UnlockError};
 
 /// A distributed mutex: one would-be holder of one named lock on a backend.
@@ -44,7 +44,8 @@ use crate::error::{LockError, RefreshError, UnlockError};
 /// a key known at run time, use a [`Locker`](crate::Locker): each of its `lock(name)`
 /// calls is its own would-be holder. (A `Mutex` is `Send + Sync`, so sharing one behind
 /// an `Arc` is fine for a single holder's explicit style: `acquire` in one task,
-/// `unlock` in another.) Its watchdog task never outlives it: dropping the last of the mutex and its guards stops renewal and
+/// `unlock` in another.) Its watchdog never outlives it: dropping the last of the mutex
+/// and its guards (for a [`Locker`](crate::Locker)'s mutex, and the locker) stops renewal and
 /// releases a held lock in the background, with one release attempt bounded by the renew
 /// timeout. The other tasks robit spawns finish work nobody waits for any more — an
 /// acquire attempt abandoned mid-flight, a cancelled unlock, a waiter's withdrawal — and
@@ -99,10 +100,14 @@ impl Mutex {
         MutexBuilder::new(name.into(), Arc::new(driver))
     }
 
-    pub(crate) fn from_config(config: Config, stats: Arc<StatsCells>) -> Self {
+    pub(crate) fn from_config(
+        config: Config,
+        stats: Arc<StatsCells>,
+        watchdog: Arc<Watchdog>,
+    ) -> Self {
         Self {
             handle: Arc::new(Handle {
-                core: Arc::new(Core::new(config, stats)),
+                core: Arc::new(Core::new(config, stats, watchdog)),
             }),
         }
     }

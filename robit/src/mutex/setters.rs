@@ -63,9 +63,9 @@ macro_rules! settings_setters {
 
         /// Adds a callback run once when a lease is lost (never after a voluntary unlock).
         ///
-        /// Callbacks run on the watchdog task, in the order added, before the next renew
-        /// could happen: keep them short and non-blocking (cancel a token, send on a
-        /// channel). A panicking callback is caught and logged; the others still run.
+        /// Callbacks run on the watchdog's task, in the order added, before the next renew
+        /// could happen; that task renews every hold of a [`Locker`](crate::Locker), so
+        /// keep them short and non-blocking (cancel a token, send on a channel). A panicking callback is caught and logged; the others still run.
         pub fn on_lost(
             mut self,
             callback: impl Fn(&$crate::LossEvent) + Send + Sync + 'static,
@@ -136,8 +136,9 @@ macro_rules! settings_setters {
         /// Adds a callback run when a hold enters jeopardy and when it leaves it (see
         /// [`jeopardy_within`](Self::jeopardy_within)).
         ///
-        /// Callbacks run on the watchdog task (or in the refresh that clears the
-        /// jeopardy), in the order added: keep them short and non-blocking. A panicking
+        /// Callbacks run on the watchdog's task (or in the refresh that clears the
+        /// jeopardy), in the order added; that task renews every hold of a
+        /// [`Locker`](crate::Locker), so keep them short and non-blocking. A panicking
         /// callback is caught and logged; the others still run.
         pub fn on_jeopardy(
             mut self,

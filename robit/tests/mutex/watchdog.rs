@@ -137,7 +137,7 @@ fn a_hold_on_a_second_runtime_is_renewed_there_while_the_first_sits_idle() {
 }
 
 #[test]
-fn a_watchdog_replaced_by_one_on_another_runtime_is_stopped() {
+fn a_hold_on_another_runtime_is_watched_there_and_every_lane_ends_with_the_mutex() {
     let first = paused_runtime();
     let second = paused_runtime();
     let driver = LocalDriver::new();
@@ -145,15 +145,23 @@ fn a_watchdog_replaced_by_one_on_another_runtime_is_stopped() {
         let mutex = mutex(&driver);
         mutex.lock().await.unwrap().unlock().await.unwrap();
         settle().await;
-        assert_eq!(alive_tasks(), 1, "the first watchdog, idle");
+        assert_eq!(alive_tasks(), 1, "the first runtime's lane, idle");
         mutex
     });
-    let guard = second.block_on(mutex.lock()).unwrap();
-    first.block_on(async {
+    second.block_on(async {
+        let guard = mutex.lock().await.unwrap();
+        tokio::time::sleep(TTL * 2).await;
+        assert!(guard.is_held(), "renewed by the second runtime's lane");
+        guard.unlock().await.unwrap();
         settle().await;
-        assert_eq!(alive_tasks(), 0, "the replaced watchdog still runs");
     });
-    second.block_on(guard.unlock()).unwrap();
+    drop(mutex);
+    for runtime in [&first, &second] {
+        runtime.block_on(async {
+            settle().await;
+            assert_eq!(alive_tasks(), 0, "a lane outlived its mutex");
+        });
+    }
 }
 
 #[test]

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::settle;
 use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, ReleaseWatch, Renewal};
 use robit::sources::Clock;
-use robit::{Driver, FenceToken, LocalDriver, Mutex};
+use robit::{Driver, FenceToken, Guard, LocalDriver, Locker, Mutex};
 use tokio::time::Instant;
 
 const TTL: Duration = Duration::from_secs(3);
@@ -242,4 +242,39 @@ async fn a_cap_shorter_than_the_renew_period_is_kept_on_a_mutex_used_again() {
         .unwrap();
     assert_eq!(Instant::now(), started + Duration::from_secs(2));
     assert_eq!(guard.loss(), Some(robit::LossReason::HoldCapReached));
+}
+
+fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_with_it() {
+    const HOLDS: usize = 1000;
+    let renews = Arc::new(AtomicUsize::new(0));
+    let driver = Silent {
+        local: LocalDriver::new(),
+        renews: Arc::clone(&renews),
+    };
+    let locker = Locker::builder(driver).ttl(TTL).build().unwrap();
+    let mut guards = Vec::with_capacity(HOLDS);
+    for name in 0..HOLDS {
+        guards.push(locker.lock(format!("held-{name}")).await.unwrap());
+    }
+    tokio::time::sleep(TTL * 2).await;
+    assert_eq!(alive_tasks(), 1, "a task per hold, not one for all");
+    assert!(guards.iter().all(Guard::is_held));
+    // Renewed every period: five renewals before two TTLs are up (the sixth is due at
+    // that instant).
+    let renewed = renews.load(Ordering::SeqCst);
+    assert!(renewed >= HOLDS * 5, "{renewed} renewals");
+    assert_eq!(locker.stats().lost, 0);
+
+    drop(guards);
+    drop(locker);
+    // The guards' releases run in tasks of their own, each within the renew timeout.
+    tokio::time::sleep(TTL).await;
+    assert_eq!(alive_tasks(), 0, "a task outlived its locker");
 }

@@ -1,10 +1,12 @@
-//! The task that keeps a mutex's leases alive, and signals their loss.
+//! The watchdog: it keeps leases alive, and signals their loss.
 //!
-//! One watchdog runs per mutex, started by its first hold on the runtime that acquired
-//! it, and parked between holds: spawning and retiring a task per hold was the largest
-//! single item of the mutex's own client work per lock + unlock. A hold acquired on
-//! another runtime starts a new watchdog there (the old one is stopped): the watchdog
-//! follows the runtime that acquires, which is running at that moment.
+//! One watchdog serves every mutex of a [`Locker`](crate::Locker); a mutex built on its
+//! own has one of its own. It runs one task per runtime that its holds were acquired on
+//! (a [`Lane`]), and that task keeps a schedule: for each hold, the next instant
+//! something is due — its renewal, jeopardy, its cap, its validity deadline — in one
+//! ordered map. A hold costs an entry in that map, not a task and a timer of its own,
+//! and holds that fall due together are renewed together: their renewals reach the
+//! driver at once, and go out as one batch where the driver batches.
 //!
 //! For each hold it renews the lease every renew period (measured from the *send* time
 //! of the last successful acquire or renew; a mutex built with `watchdog(false)` leaves
@@ -14,144 +16,57 @@
 //! else, because the deadline is `send time + TTL × (1 − drift) − margin` and the backend
 //! keeps the grant until at least `send time + TTL`.
 //!
-//! The mutex wakes it when a hold starts (unless it will look in time by itself: see
-//! [`Duty::idle_until`]), when a hold it has seen ends (one that ends before it looked
-//! needs no wake), when a dropped hold leaves a lease to release, and when the last of
-//! the mutex and its guards is gone; it exits then, after handing any lease still to be
-//! released to a release task of its own.
+//! A lease with a loss signal of its own ([`Lease::signals_loss`](crate::driver::Lease))
+//! gets a listener task for the length of its hold; one without (Redis's, etcd's) costs
+//! nothing beyond its entry. The tasks end with the watchdog: when the last mutex,
+//! locker and guard that share it are gone.
 
-mod bookkeeping;
-mod hold_watch;
+mod lane;
+mod renewal;
 mod wake;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 
-use tokio::task::JoinHandle;
-use tokio::time::Instant;
-use tracing::Instrument;
+pub(crate) use self::lane::{Lane, Slot};
+pub(crate) use self::wake::Wake;
+use crate::sources::Clock;
 
-pub(crate) use self::bookkeeping::{Bookkeeping, Started};
-use self::hold_watch::watch;
-use self::wake::Wake;
-use super::Core;
-use super::hold::HoldId;
-use super::release::release;
-use super::signals::Signals;
-use super::timing::Timing;
-use crate::driver::Lease;
-
-/// A mutex's running watchdog, as the mutex sees it.
-pub(crate) struct Running {
-    runtime: tokio::runtime::Id,
-    task: JoinHandle<()>,
-    wake: Arc<Wake>,
+/// The watchdog of one locker, or of one mutex built on its own.
+pub(crate) struct Watchdog {
+    /// The clock its schedule runs on: the mutexes' own.
+    clock: Arc<dyn Clock>,
+    /// One lane per runtime that holds were acquired on, while its runtime runs.
+    lanes: StdMutex<Vec<Arc<Lane>>>,
 }
 
-impl Running {
-    /// Whether this watchdog runs on `runtime` and has not ended (a runtime that shuts
-    /// down drops its tasks).
-    pub(crate) fn serves(&self, runtime: &tokio::runtime::Handle) -> bool {
-        self.runtime == runtime.id() && self.is_alive()
-    }
-
-    pub(crate) fn is_alive(&self) -> bool {
-        !self.task.is_finished()
-    }
-
-    /// Has the watchdog look at the mutex again. A wake while it is busy is kept for
-    /// when it next waits.
-    pub(crate) fn wake(&self) {
-        self.wake.wake();
-    }
-
-    /// Stops a watchdog that another has replaced.
-    pub(crate) fn stop(self) {
-        self.task.abort();
-    }
-}
-
-/// Starts a watchdog for `core` on `runtime`; it picks up the current hold at once.
-pub(crate) fn start(core: &Arc<Core>, runtime: &tokio::runtime::Handle) -> Running {
-    let wake = Arc::new(Wake::default());
-    let task = runtime.spawn(run(Arc::clone(core), Arc::clone(&wake)));
-    Running {
-        runtime: runtime.id(),
-        task,
-        wake,
-    }
-}
-
-/// What the watchdog finds when it looks at the mutex.
-pub(crate) struct Duty {
-    /// Leases of holds dropped without an unlock: release them.
-    pub(crate) to_release: Vec<Arc<dyn Lease>>,
-    /// The mutex is gone: exit.
-    pub(crate) exit: bool,
-    /// The current hold, if any.
-    pub(crate) hold: Option<Watched>,
-    /// With no hold: when to look again unasked. The mutex does not wake the watchdog
-    /// for a hold whose first renew is due no sooner (unless its lease has a loss signal
-    /// of its own), so a short hold costs the watchdog nothing; the watchdog takes a
-    /// longer one up by then, in time for its first renew.
-    pub(crate) idle_until: Option<Instant>,
-}
-
-/// A hold, as the watchdog needs it.
-pub(crate) struct Watched {
-    pub(super) id: HoldId,
-    pub(super) lease: Arc<dyn Lease>,
-    pub(super) signals: Arc<Signals>,
-    pub(super) timing: Timing,
-}
-
-impl Duty {
-    /// Whether the watchdog keeps watching hold `id`: it is current, and the mutex is
-    /// not gone.
-    fn keeps(&self, id: HoldId) -> bool {
-        !self.exit && self.hold.as_ref().is_some_and(|hold| hold.id == id)
-    }
-}
-
-/// Looks at the mutex, and starts the releases it was handed.
-fn look(core: &Arc<Core>) -> Duty {
-    let mut duty = core.duty();
-    for lease in std::mem::take(&mut duty.to_release) {
-        tokio::spawn(release(Arc::clone(core), lease));
-    }
-    duty
-}
-
-async fn run(core: Arc<Core>, wake: Arc<Wake>) {
-    // The hold watched last: once its watch ends, it is never watched again, even if it
-    // is still installed (a loss the mutex declined to signal).
-    let mut watched = None;
-    loop {
-        let duty = look(&core);
-        if duty.exit {
-            return;
+impl Watchdog {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            clock,
+            lanes: StdMutex::new(Vec::new()),
         }
-        match duty.hold.filter(|hold| Some(hold.id) != watched) {
-            Some(hold) => {
-                watched = Some(hold.id);
-                let span = tracing::info_span!(target: "robit", parent: None, "lease", lock = %core.config.name, fence = hold.lease.fence().get());
-                // An instrumented future costs something on every poll even when no
-                // subscriber listens; skip it then.
-                if span.is_disabled() {
-                    watch(&core, &wake, hold).await;
-                } else {
-                    watch(&core, &wake, hold).instrument(span).await;
-                }
-            }
-            None => match duty.idle_until {
-                Some(until) => {
-                    tokio::select! {
-                        biased;
-                        () = wake.woken() => {}
-                        () = core.config.clock.sleep_until(until) => {}
-                    }
-                }
-                None => wake.woken().await,
-            },
+    }
+
+    /// The lane that watches holds acquired on `runtime`, started now if there is none
+    /// (lanes of runtimes that have shut down are dropped).
+    pub(crate) fn lane(&self, runtime: &tokio::runtime::Handle) -> Arc<Lane> {
+        let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
+        lanes.retain(|lane| lane.is_alive());
+        if let Some(lane) = lanes.iter().find(|lane| lane.serves(runtime)) {
+            return Arc::clone(lane);
+        }
+        let lane = Lane::start(runtime, Arc::clone(&self.clock));
+        lanes.push(Arc::clone(&lane));
+        lane
+    }
+}
+
+impl Drop for Watchdog {
+    /// Nothing is left to watch: the last mutex sharing the watchdog is gone.
+    fn drop(&mut self) {
+        let lanes = self.lanes.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for lane in lanes.drain(..) {
+            lane.stop();
         }
     }
 }
