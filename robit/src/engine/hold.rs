@@ -77,6 +77,8 @@ pub(super) struct Hold {
     pub(super) lane: Arc<Lane>,
     /// The hold's entry in its lane's schedule; none while a renewal is out.
     pub(super) slot: Option<Slot>,
+    /// Where its next renewal stands on its lane's grid, if it was placed there.
+    pub(super) placed: Option<Instant>,
     /// The task that listens for the lease's own loss signal, if it has one.
     pub(super) listener: Option<AbortHandle>,
 }
@@ -99,8 +101,9 @@ impl Hold {
     /// The hold has ended: nothing watches it any more.
     pub(super) fn unwatch(&mut self) {
         self.signals.end();
-        if let Some(slot) = self.slot.take() {
-            self.lane.remove(slot);
+        let (slot, placed) = (self.slot.take(), self.placed.take());
+        if slot.is_some() || placed.is_some() {
+            self.lane.forget(slot, placed);
         }
         if let Some(listener) = self.listener.take() {
             listener.abort();

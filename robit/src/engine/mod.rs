@@ -163,16 +163,24 @@ impl Core {
                 .spawn(listen(Arc::clone(self), id, Arc::clone(&lease)))
                 .abort_handle()
         });
+        let lane = self.watchdog.lane(runtime);
+        let period = self.config.renew_period;
+        // Placed on the lane's grid, up to half a period early in a crowd.
+        let placed = self
+            .config
+            .watchdog
+            .then(|| lane.place_renewal(sent + period, sent + period / 2, period));
         let mut hold = Hold {
             id,
             lease,
             fence,
             acquired_at,
             deadline,
-            next_renew: sent + self.config.renew_period,
+            next_renew: placed.unwrap_or(sent + period),
             signals: Arc::clone(&signals),
-            lane: self.watchdog.lane(runtime),
+            lane,
             slot: None,
+            placed,
             listener,
         };
         let at = hold.timing(&self.config).wake_at(&self.config, false);

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 
 use super::hold::{HoldId, Phase, Which};
 use super::timing::{Timing, Verdict};
+use super::watchdog::NextRenew;
 use super::{Core, MAX_TTL, Signals};
 use crate::driver::Lease;
 use crate::error::RefreshError;
@@ -80,7 +81,7 @@ fn settle(
         Verdict::Renewed { deadline, slack } => {
             if core.extend(id, deadline, now) {
                 // The watchdog looks again by the new deadline, which may come sooner.
-                core.schedule(id, None);
+                core.schedule(id, NextRenew::Unchanged);
                 core.stats.renewed(slack);
                 return Ok(deadline.saturating_duration_since(now));
             }

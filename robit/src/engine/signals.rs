@@ -1,9 +1,11 @@
 //! What a hold tells its holder as it goes: jeopardy (the lease may soon be lost) and
 //! loss (it is), shared by the hold, its guard and the watchdog.
 
+use std::pin::pin;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-use tokio::sync::watch;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::watchdog::Wake;
@@ -16,7 +18,10 @@ pub(crate) struct Signals {
     /// Why the lease was lost; set before `lost` is cancelled.
     reason: OnceLock<LossReason>,
     /// Whether the hold is in jeopardy now.
-    jeopardy: watch::Sender<bool>,
+    jeopardy: AtomicBool,
+    /// Wakes those waiting for jeopardy when the hold enters it. (A `watch` channel
+    /// would do too, at several hundred bytes more per hold.)
+    endangered: Notify,
     /// Woken when the hold ends, however it ends: a renewal still out is dropped then.
     ended: Wake,
 }
@@ -26,7 +31,8 @@ impl Signals {
         Self {
             lost: CancellationToken::new(),
             reason: OnceLock::new(),
-            jeopardy: watch::Sender::new(false),
+            jeopardy: AtomicBool::new(false),
+            endangered: Notify::new(),
             ended: Wake::default(),
         }
     }
@@ -54,26 +60,33 @@ impl Signals {
     }
 
     pub(crate) fn in_jeopardy(&self) -> bool {
-        *self.jeopardy.borrow()
+        self.jeopardy.load(Ordering::Acquire)
     }
 
     /// Sets whether the hold is in jeopardy; returns whether that changed it.
     pub(crate) fn set_jeopardy(&self, on: bool) -> bool {
-        self.jeopardy.send_if_modified(|now| {
-            let changed = *now != on;
-            *now = on;
-            changed
-        })
+        let changed = self.jeopardy.swap(on, Ordering::AcqRel) != on;
+        if changed && on {
+            self.endangered.notify_waiters();
+        }
+        changed
     }
 
     /// Completes when the hold is in jeopardy, or has been lost.
     pub(crate) async fn endangered(&self) {
-        let mut jeopardy = self.jeopardy.subscribe();
-        tokio::select! {
-            biased;
-            () = self.lost.cancelled() => {}
-            // The sender lives as long as `self`, so the wait ends only by the predicate.
-            _ = jeopardy.wait_for(|on| *on) => {}
+        let mut notified = pin!(self.endangered.notified());
+        loop {
+            // Registered before the flag is read: an entry in between still wakes us.
+            notified.as_mut().enable();
+            if self.in_jeopardy() {
+                return;
+            }
+            tokio::select! {
+                biased;
+                () = self.lost.cancelled() => return,
+                () = notified.as_mut() => {}
+            }
+            notified.set(self.endangered.notified());
         }
     }
 }

@@ -14,7 +14,9 @@ macro_rules! settings_setters {
         }
 
         /// How long after a successful acquire or renew (measured from its send time) the
-        /// watchdog renews. Default TTL/3.
+        /// watchdog renews. Default TTL/3. A renewal goes out at the start of the 10 ms
+        /// step it falls in, with the others due then; in a crowd of holds due together,
+        /// the watchdog moves some up to half a period earlier, to spread them out.
         pub fn renew_period(mut self, period: std::time::Duration) -> Self {
             self.settings.renew_period = Some(period);
             self

@@ -5,8 +5,9 @@
 
 use robit_test_support::kit as common;
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use common::settle;
@@ -19,16 +20,39 @@ const TTL: Duration = Duration::from_secs(3);
 /// The default renew period: a third of the TTL.
 const PERIOD: Duration = Duration::from_secs(1);
 
+/// When each renewal was sent.
+#[derive(Debug, Default)]
+struct Renewals(StdMutex<Vec<Instant>>);
+
+impl Renewals {
+    fn push(&self, at: Instant) {
+        self.0.lock().unwrap().push(at);
+    }
+
+    fn count(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+
+    /// How many renewals went out at each instant.
+    fn by_instant(&self) -> BTreeMap<Instant, usize> {
+        let mut by = BTreeMap::new();
+        for at in self.0.lock().unwrap().iter() {
+            *by.entry(*at).or_default() += 1;
+        }
+        by
+    }
+}
+
 /// The local driver, its leases saying they have no loss signal, as Redis's do.
 #[derive(Debug, Clone)]
 struct Silent {
     local: LocalDriver,
-    renews: Arc<AtomicUsize>,
+    renews: Arc<Renewals>,
 }
 
 struct SilentLease {
     inner: Arc<dyn Lease>,
-    renews: Arc<AtomicUsize>,
+    renews: Arc<Renewals>,
 }
 
 #[robit::driver::async_trait]
@@ -55,7 +79,7 @@ impl Lease for SilentLease {
     }
 
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
-        self.renews.fetch_add(1, Ordering::SeqCst);
+        self.renews.push(Instant::now());
         self.inner.renew(ttl).await
     }
 
@@ -91,13 +115,13 @@ impl Clock for CountingClock {
 struct Fixture {
     mutex: Mutex,
     clock: Arc<CountingClock>,
-    renews: Arc<AtomicUsize>,
+    renews: Arc<Renewals>,
 }
 
 impl Fixture {
     fn new() -> Self {
         let clock = Arc::new(CountingClock::default());
-        let renews = Arc::new(AtomicUsize::new(0));
+        let renews = Arc::new(Renewals::default());
         let driver = Silent {
             local: LocalDriver::new(),
             renews: Arc::clone(&renews),
@@ -119,7 +143,7 @@ impl Fixture {
     }
 
     fn renews(&self) -> usize {
-        self.renews.load(Ordering::SeqCst)
+        self.renews.count()
     }
 
     /// One hold the watchdog takes up, so that it is running and idle afterwards.
@@ -253,7 +277,7 @@ fn alive_tasks() -> usize {
 #[tokio::test(start_paused = true)]
 async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_with_it() {
     const HOLDS: usize = 1000;
-    let renews = Arc::new(AtomicUsize::new(0));
+    let renews = Arc::new(Renewals::default());
     let driver = Silent {
         local: LocalDriver::new(),
         renews: Arc::clone(&renews),
@@ -268,7 +292,7 @@ async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_w
     assert!(guards.iter().all(Guard::is_held));
     // Renewed every period: five renewals before two TTLs are up (the sixth is due at
     // that instant).
-    let renewed = renews.load(Ordering::SeqCst);
+    let renewed = renews.count();
     assert!(renewed >= HOLDS * 5, "{renewed} renewals");
     assert_eq!(locker.stats().lost, 0);
 
@@ -277,4 +301,52 @@ async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_w
     // The guards' releases run in tasks of their own, each within the renew timeout.
     tokio::time::sleep(TTL).await;
     assert_eq!(alive_tasks(), 0, "a task outlived its locker");
+}
+
+#[tokio::test(start_paused = true)]
+async fn holds_taken_together_renew_spread_over_the_half_period_before_they_are_due() {
+    const HOLDS: usize = 1000;
+    let renews = Arc::new(Renewals::default());
+    let driver = Silent {
+        local: LocalDriver::new(),
+        renews: Arc::clone(&renews),
+    };
+    let locker = Locker::builder(driver).ttl(TTL).build().unwrap();
+    let taken = Instant::now();
+    let mut guards = Vec::with_capacity(HOLDS);
+    for name in 0..HOLDS {
+        guards.push(locker.lock(format!("held-{name}")).await.unwrap());
+    }
+    tokio::time::sleep(PERIOD).await;
+    settle().await;
+    let first = renews.by_instant();
+    assert_eq!(
+        first.values().sum::<usize>(),
+        HOLDS,
+        "every hold renewed once"
+    );
+    let (earliest, latest) = (first.keys().next().unwrap(), first.keys().last().unwrap());
+    assert!(*earliest >= taken + PERIOD / 2 && *latest <= taken + PERIOD);
+    // A crowd is half again a step's share of the holds, and 8: at most 23 here.
+    let most = first.values().max().unwrap();
+    assert!(*most <= 23, "{most} renewals at one instant");
+
+    // A lone hold renews a whole period after its acquire, on its step.
+    let alone = Arc::new(Renewals::default());
+    let driver = Silent {
+        local: LocalDriver::new(),
+        renews: Arc::clone(&alone),
+    };
+    let lone = Mutex::builder("lone", driver).ttl(TTL).build().unwrap();
+    let sent = Instant::now();
+    let guard = lone.lock().await.unwrap();
+    tokio::time::sleep(PERIOD - Duration::from_millis(1)).await;
+    assert_eq!(alone.count(), 0, "a lone hold renewed early");
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(
+        alone.by_instant().into_iter().collect::<Vec<_>>(),
+        [(sent + PERIOD, 1)]
+    );
+    guard.unlock().await.unwrap();
+    drop(guards);
 }

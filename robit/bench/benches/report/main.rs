@@ -4,7 +4,8 @@
 //! quorum of three servers of the bench's own.
 //!
 //! `cargo bench -p robit-bench --bench report` — a bench binary, not a test: it reports, it
-//! does not assert. `ROBIT_BENCH_SCALE=0.3` shortens every scenario.
+//! does not assert. `ROBIT_BENCH_SCALE=0.3` shortens every scenario;
+//! `ROBIT_BENCH_ONLY=bf` runs only the sections named by their letters.
 //!
 //! Four scenarios, one module each: one task locking and unlocking one key
 //! ([`uncontended`]), 64 tasks on distinct keys, robit through a `Mutex` per task and
@@ -74,6 +75,11 @@ pub(crate) fn scaled(n: usize) -> usize {
     ((n as f64) * scale()).max(1.0) as usize
 }
 
+/// Whether section `letter` runs: `ROBIT_BENCH_ONLY` names it, or is unset.
+fn runs(letter: char) -> bool {
+    std::env::var("ROBIT_BENCH_ONLY").map_or(true, |only| only.contains(letter))
+}
+
 fn main() {
     let server = RedisServer::start();
     let round_trips = Arc::new(AtomicU64::new(0));
@@ -96,12 +102,24 @@ fn main() {
         println!("the commands it sent, as the server counted them. Commands include those");
         println!("run inside scripts. CPU is the redis-server process's, and the client's");
         println!("(this process's threads).");
-        uncontended::run(&mut setup).await;
-        throughput::run(&mut setup).await;
-        contention::run(&mut setup).await;
-        quorum::run(&mut setup).await;
+        if runs('a') {
+            uncontended::run(&mut setup).await;
+        }
+        if runs('b') {
+            throughput::run(&mut setup).await;
+        }
+        if runs('c') {
+            contention::run(&mut setup).await;
+        }
+        if runs('d') {
+            quorum::run(&mut setup).await;
+        }
         #[cfg(feature = "etcd")]
-        etcd::run(&mut setup).await;
-        many_holds::run(&mut setup).await;
+        if runs('e') {
+            etcd::run(&mut setup).await;
+        }
+        if runs('f') {
+            many_holds::run(&mut setup).await;
+        }
     });
 }

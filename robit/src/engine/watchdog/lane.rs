@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex as StdMutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -12,6 +13,7 @@ use tokio::runtime::Handle;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use super::grid::Grid;
 use super::wake::Wake;
 use crate::engine::Core;
 use crate::engine::hold::HoldId;
@@ -38,6 +40,8 @@ struct Entry {
 struct Schedule {
     entries: BTreeMap<Slot, Entry>,
     next_seq: u64,
+    /// The renewals placed in each step of the grid still to come.
+    grid: Grid,
     /// What the task's timer is set for (`None`: no timer, it waits to be woken). An
     /// entry due sooner wakes the task; a later one waits for the task's next look.
     sleeping_until: Option<Instant>,
@@ -46,6 +50,8 @@ struct Schedule {
 /// One runtime's lane of a watchdog.
 pub(crate) struct Lane {
     runtime: Handle,
+    /// Where the renewal grid starts.
+    epoch: Instant,
     /// The lane's task, once spawned.
     task: OnceLock<AbortHandle>,
     wake: Wake,
@@ -60,9 +66,10 @@ pub(super) type Running = Work<'static>;
 
 impl Lane {
     /// Starts a lane on `runtime`, sleeping on `clock`.
-    pub(super) fn start(runtime: &Handle, clock: Arc<dyn Clock>) -> Arc<Self> {
+    pub(super) fn start(runtime: &Handle, clock: Arc<dyn Clock>, epoch: Instant) -> Arc<Self> {
         let lane = Arc::new(Self {
             runtime: runtime.clone(),
+            epoch,
             task: OnceLock::new(),
             wake: Wake::default(),
             schedule: StdMutex::new(Schedule::default()),
@@ -120,9 +127,37 @@ impl Lane {
         slot
     }
 
+    /// When a renewal that is due at `target` goes out, on the grid: `target`'s step if
+    /// fewer renewals than a crowd are placed there, or else the latest step before it,
+    /// down to `earliest`, that has room (or `earliest`'s, if none has).
+    pub(crate) fn place_renewal(
+        &self,
+        target: Instant,
+        earliest: Instant,
+        period: Duration,
+    ) -> Instant {
+        let mut schedule = self.schedule();
+        let holds = schedule.entries.len();
+        schedule
+            .grid
+            .place(self.epoch, target, earliest, period, holds)
+    }
+
     /// Takes an entry out of the schedule: its hold ended, or is due at another time.
     pub(crate) fn remove(&self, slot: Slot) {
         self.schedule().entries.remove(&slot);
+    }
+
+    /// Forgets a hold that ended: its entry, if it has one, and the renewal it had
+    /// placed on the grid, if any.
+    pub(crate) fn forget(&self, slot: Option<Slot>, placed: Option<Instant>) {
+        let mut schedule = self.schedule();
+        if let Some(slot) = slot {
+            schedule.entries.remove(&slot);
+        }
+        if let Some(at) = placed {
+            schedule.grid.unplace(at);
+        }
     }
 
     /// Takes out the entries due at `now`. Until the task next sets its timer, any new
@@ -130,6 +165,7 @@ impl Lane {
     fn take_due(&self, now: Instant) -> Vec<Entry> {
         let mut schedule = self.schedule();
         schedule.sleeping_until = None;
+        schedule.grid.passed(now);
         let later = schedule.entries.split_off(&Slot {
             at: now,
             seq: u64::MAX,

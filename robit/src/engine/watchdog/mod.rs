@@ -6,7 +6,9 @@
 //! something is due — its renewal, jeopardy, its cap, its validity deadline — in one
 //! ordered map. A hold costs an entry in that map, not a task and a timer of its own,
 //! and holds that fall due together are renewed together: their renewals reach the
-//! driver at once, and go out as one batch where the driver batches.
+//! driver at once, and go out as one batch where the driver batches. Renewals are placed
+//! on a grid ([`grid`]), and a crowd of them spread over the quarter period before they
+//! are due, so that holds taken together do not renew in one burst.
 //!
 //! For each hold it renews the lease every renew period (measured from the *send* time
 //! of the last successful acquire or renew; a mutex built with `watchdog(false)` leaves
@@ -21,13 +23,17 @@
 //! nothing beyond its entry. The tasks end with the watchdog: when the last mutex,
 //! locker and guard that share it are gone.
 
+mod grid;
 mod lane;
 mod renewal;
 mod wake;
 
 use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 
+use tokio::time::Instant;
+
 pub(crate) use self::lane::{Lane, Slot};
+pub(crate) use self::renewal::NextRenew;
 pub(crate) use self::wake::Wake;
 use crate::sources::Clock;
 
@@ -35,6 +41,8 @@ use crate::sources::Clock;
 pub(crate) struct Watchdog {
     /// The clock its schedule runs on: the mutexes' own.
     clock: Arc<dyn Clock>,
+    /// When it was made: its renewal grid counts from here.
+    epoch: Instant,
     /// One lane per runtime that holds were acquired on, while its runtime runs.
     lanes: StdMutex<Vec<Arc<Lane>>>,
 }
@@ -42,6 +50,7 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     pub(crate) fn new(clock: Arc<dyn Clock>) -> Self {
         Self {
+            epoch: clock.now(),
             clock,
             lanes: StdMutex::new(Vec::new()),
         }
@@ -55,7 +64,7 @@ impl Watchdog {
         if let Some(lane) = lanes.iter().find(|lane| lane.serves(runtime)) {
             return Arc::clone(lane);
         }
-        let lane = Lane::start(runtime, Arc::clone(&self.clock));
+        let lane = Lane::start(runtime, Arc::clone(&self.clock), self.epoch);
         lanes.push(Arc::clone(&lane));
         lane
     }

@@ -13,6 +13,17 @@ use crate::engine::hold::{HoldId, Phase};
 use crate::engine::timing::{Timing, Verdict};
 use crate::engine::{Core, Signals};
 
+/// When a hold renews next, as [`Core::schedule`] is told.
+pub(crate) enum NextRenew {
+    /// As it was.
+    Unchanged,
+    /// At this instant.
+    At(Instant),
+    /// A renewal succeeded: the next is due at `due`, and goes out on the watchdog's
+    /// grid, no sooner than `earliest` ([`grid`](super::grid)).
+    OnGrid { due: Instant, earliest: Instant },
+}
+
 /// A renewal about to go out.
 struct Renewal {
     core: Arc<Core>,
@@ -43,7 +54,7 @@ impl Core {
         // The mutex decides, under its lock, so that a refresh's new deadline is seen.
         self.endanger(id, now);
         if !timing.renew_due(&self.config, now) {
-            self.schedule(id, None);
+            self.schedule(id, NextRenew::Unchanged);
             return None;
         }
         let renewal = Renewal {
@@ -64,15 +75,23 @@ impl Core {
         })
     }
 
-    /// Puts hold `id`, if it is still current, into the schedule for its next instant,
-    /// renewing next at `next_renew` if given.
-    pub(crate) fn schedule(self: &Arc<Self>, id: HoldId, next_renew: Option<Instant>) {
+    /// Puts hold `id`, if it is still current, into the schedule for its next instant.
+    pub(crate) fn schedule(self: &Arc<Self>, id: HoldId, next_renew: NextRenew) {
         let config = &self.config;
         if let Phase::Held(hold) = &mut self.state().phase
             && hold.id == id
         {
-            if let Some(next_renew) = next_renew {
-                hold.next_renew = next_renew;
+            match next_renew {
+                NextRenew::Unchanged => {}
+                NextRenew::At(at) => {
+                    hold.next_renew = at;
+                    hold.placed = None;
+                }
+                NextRenew::OnGrid { due, earliest } => {
+                    let at = hold.lane.place_renewal(due, earliest, config.renew_period);
+                    hold.next_renew = at;
+                    hold.placed = Some(at);
+                }
             }
             let at = hold
                 .timing(config)
@@ -103,20 +122,25 @@ impl Renewal {
                 core.stats.renewed(slack);
                 self.timing.renewed(config, self.sent, deadline);
                 tracing::trace!(target: "robit", ?slack, "renewed");
-                self.timing.next_renew()
+                // Up to half a period early, never before now.
+                let early = self.sent + config.renew_period / 2;
+                NextRenew::OnGrid {
+                    due: self.timing.next_renew(),
+                    earliest: early.max(now),
+                }
             }
             Verdict::Failed(error) => {
                 core.stats.renew_failed();
                 let left = self.timing.retry(config, config.clock.now());
                 tracing::warn!(target: "robit", %error, ?left, "renew failed; retrying before the validity deadline");
-                self.timing.next_renew()
+                NextRenew::At(self.timing.next_renew())
             }
             Verdict::Lost(reason) => {
                 core.lose_and_free(self.id, reason);
                 return;
             }
         };
-        core.schedule(self.id, Some(next_renew));
+        core.schedule(self.id, next_renew);
     }
 
     /// The renewal's answer, or a timeout at the end of its attempt (its timeout, or the
