@@ -11,9 +11,9 @@
 
 use std::time::{Duration, Instant};
 
+use robit::sources::{Entropy, SeededEntropy};
 use robit::{Guard, Locker, Stats};
 use tokio::task::JoinSet;
-use tokio::time::MissedTickBehavior;
 
 use crate::meter::{Meter, RoundTrips, client_rss};
 use crate::table::{Table, Unit, percentile};
@@ -27,8 +27,10 @@ const TTL: Duration = Duration::from_secs(30);
 const KEPT: Duration = Duration::from_secs(60);
 /// Locks taken (and released) at a time.
 const AT_A_TIME: usize = 256;
-/// How often the probe locks and unlocks its own key: often enough for a p99, seldom
-/// enough that its cost stays small next to the renewals'.
+/// How often the probe locks and unlocks its own key, on average: often enough for a
+/// p99, seldom enough that its cost stays small next to the renewals'. The gaps are
+/// random (from half to one and a half of this), so that the probe samples every phase
+/// of the watchdog's 10 ms renewal grid rather than one.
 const PROBE_EVERY: Duration = Duration::from_millis(10);
 /// The probe's key; the holds are `held-0`, `held-1`, ….
 const PROBE: &str = "probe";
@@ -50,21 +52,24 @@ struct Window {
 }
 
 impl Window {
-    /// Probes for `length`: one lock + unlock through `locker` every [`PROBE_EVERY`],
-    /// metering the whole window.
+    /// Probes for `length`: one lock + unlock through `locker` every [`PROBE_EVERY`] on
+    /// average, metering the whole window.
     async fn probe(
         locker: &Locker,
         length: Duration,
         meter: &mut Meter,
         trips: &RoundTrips,
     ) -> Self {
-        let mut ticks = tokio::time::interval(PROBE_EVERY);
-        ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        // Seeded: every run probes at the same gaps.
+        let gaps = SeededEntropy::new(7);
+        let spread = u64::try_from(PROBE_EVERY.as_nanos()).unwrap_or(u64::MAX);
         let mut samples = Vec::new();
         meter.reset(trips).await;
         let start = Instant::now();
+        let mut next = tokio::time::Instant::now();
         while start.elapsed() < length {
-            ticks.tick().await;
+            next += PROBE_EVERY / 2 + Duration::from_nanos(gaps.below_or_equal(spread));
+            tokio::time::sleep_until(next.max(tokio::time::Instant::now())).await;
             let cycle = Instant::now();
             let guard = locker.lock(PROBE).await.unwrap();
             guard.unlock().await.unwrap();
@@ -186,11 +191,11 @@ fn print_header(holds: usize, ttl: Duration, kept: Duration, taken_in: Duration)
         holds as f64 / taken_in.as_secs_f64()
     );
     println!("the last was taken. A probe locks and unlocks a key of its own through the");
-    println!("same `Locker` every {PROBE_EVERY:?}: first with nothing held, then beside the");
-    println!("holds; its own work, as measured with nothing held, is taken out of the");
-    println!("per-renewal figures. Memory per hold is approximate: this process's resident");
-    println!("memory (VmRSS) grown over the taking, over the holds. rslock renews nothing by");
-    println!("itself, so there is no peer column.\n");
+    println!("same `Locker` at random gaps, {PROBE_EVERY:?} on average: first with nothing");
+    println!("held, then beside the holds; its own work, as measured with nothing held, is");
+    println!("taken out of the per-renewal figures. Memory per hold is approximate: this");
+    println!("process's resident memory (VmRSS) grown over the taking, over the holds.");
+    println!("rslock renews nothing by itself, so there is no peer column.\n");
     if scale() < 1.0 {
         println!(
             "The TTL is scaled too: renewals come {:.1}× as often as at",
