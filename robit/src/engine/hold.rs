@@ -101,10 +101,7 @@ impl Hold {
     /// The hold has ended: nothing watches it any more.
     pub(super) fn unwatch(&mut self) {
         self.signals.end();
-        let (slot, placed) = (self.slot.take(), self.placed.take());
-        if slot.is_some() || placed.is_some() {
-            self.lane.forget(slot, placed);
-        }
+        self.lane.forget(self.slot.take(), self.placed.take());
         if let Some(listener) = self.listener.take() {
             listener.abort();
         }

@@ -165,22 +165,25 @@ impl Core {
         });
         let lane = self.watchdog.lane(runtime);
         let period = self.config.renew_period;
-        // Placed on the lane's grid, up to half a period early in a crowd.
-        let placed = self
-            .config
-            .watchdog
-            .then(|| lane.place_renewal(sent + period, sent + period / 2, period));
+        // Placed on the lane's grid, up to half a period early in a crowd. With the
+        // watchdog off, nothing renews: the next instant is the deadline.
+        let next_renew = if self.config.watchdog {
+            let (due, earliest) = watchdog::window(sent, period);
+            lane.place_renewal(due, earliest, period)
+        } else {
+            deadline
+        };
         let mut hold = Hold {
             id,
             lease,
             fence,
             acquired_at,
             deadline,
-            next_renew: placed.unwrap_or(sent + period),
+            next_renew,
             signals: Arc::clone(&signals),
             lane,
             slot: None,
-            placed,
+            placed: self.config.watchdog.then_some(next_renew),
             listener,
         };
         let at = hold.timing(&self.config).wake_at(&self.config, false);

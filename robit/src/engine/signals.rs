@@ -66,7 +66,8 @@ impl Signals {
     /// Sets whether the hold is in jeopardy; returns whether that changed it.
     pub(crate) fn set_jeopardy(&self, on: bool) -> bool {
         let changed = self.jeopardy.swap(on, Ordering::AcqRel) != on;
-        if changed && on {
+        // Waiters check the flag again when woken: a wake with no change costs nothing.
+        if on {
             self.endangered.notify_waiters();
         }
         changed

@@ -23,6 +23,12 @@ use tokio::time::Instant;
 /// it joins others (besides the spreading of a crowd).
 pub(super) const MAX_STEP: Duration = Duration::from_millis(10);
 
+/// When a renewal of a hold whose last acquire or renewal was sent at `sent` is due, and
+/// the earliest it may go out: a renew `period` after, and half a period after.
+pub(crate) fn window(sent: Instant, period: Duration) -> (Instant, Instant) {
+    (sent + period, sent + period / 2)
+}
+
 /// The renewals placed in each step still to come, by the step's start.
 #[derive(Debug, Default)]
 pub(super) struct Grid {
@@ -41,7 +47,7 @@ impl Grid {
         holds: usize,
     ) -> Instant {
         let step = (period / 16).min(MAX_STEP);
-        if step.is_zero() || target < epoch {
+        if step.is_zero() {
             return target;
         }
         let crowd = crowd(holds, step, period);
@@ -95,9 +101,17 @@ mod tests {
 
     use tokio::time::Instant;
 
-    use super::{Grid, MAX_STEP};
+    use super::{Grid, MAX_STEP, window};
 
     const PERIOD: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn a_renewal_is_due_a_period_after_the_last_send_and_may_go_half_a_period_early() {
+        let sent = Instant::now();
+        let (due, earliest) = window(sent, PERIOD);
+        assert_eq!(due, sent + PERIOD);
+        assert_eq!(earliest, sent + PERIOD / 2);
+    }
 
     #[test]
     fn a_lone_renewal_goes_out_at_the_start_of_its_step() {
@@ -135,6 +149,35 @@ mod tests {
             .collect();
         assert!(placed.iter().all(|at| *at >= earliest && *at <= target));
         assert_eq!(placed.iter().filter(|at| **at == earliest).count(), 40 - 18);
+    }
+
+    #[test]
+    fn a_short_period_s_grid_has_steps_of_a_sixteenth_of_it() {
+        let epoch = Instant::now();
+        let mut grid = Grid::default();
+        let period = Duration::from_millis(80);
+        let target = epoch + Duration::from_millis(87);
+        let at = grid.place(epoch, target, target - period / 2, period, 1);
+        assert_eq!(at, epoch + Duration::from_millis(85));
+    }
+
+    #[test]
+    fn a_renewal_taken_back_frees_its_place_and_no_other() {
+        let epoch = Instant::now();
+        let mut grid = Grid::default();
+        let target = epoch + PERIOD;
+        // No holds: a crowd of 8.
+        let placed: Vec<Instant> = (0..8)
+            .map(|_| grid.place(epoch, target, epoch, PERIOD, 0))
+            .collect();
+        assert!(placed.iter().all(|at| *at == target));
+        grid.unplace(target);
+        assert_eq!(grid.place(epoch, target, epoch, PERIOD, 0), target);
+        assert_eq!(
+            grid.place(epoch, target, epoch, PERIOD, 0),
+            target - MAX_STEP,
+            "the step forgot the renewals still placed there"
+        );
     }
 
     #[test]

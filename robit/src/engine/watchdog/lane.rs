@@ -212,3 +212,39 @@ async fn run(lane: Arc<Lane>, clock: Arc<dyn Clock>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tokio::time::Instant;
+
+    use super::Lane;
+    use crate::LocalDriver;
+    use crate::driver::LockName;
+    use crate::engine::hold::HoldId;
+    use crate::engine::{Core, Settings, Watchdog};
+    use crate::sources::TokioClock;
+
+    #[test]
+    fn an_entry_taken_out_is_never_due() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let clock = Arc::new(TokioClock);
+        let lane = Lane::start(runtime.handle(), clock.clone(), Instant::now());
+        let config = Settings::new(LockName::from("lane"), Arc::new(LocalDriver::new()))
+            .validate()
+            .unwrap();
+        let watchdog = Arc::new(Watchdog::new(clock));
+        let core = Arc::new(Core::new(config, Arc::default(), watchdog));
+        let at = Instant::now();
+        let first = lane.insert(&core, HoldId::nth(1), at);
+        lane.insert(&core, HoldId::nth(2), at + Duration::from_millis(1));
+        lane.remove(first);
+        let due = lane.take_due(at + Duration::from_secs(1));
+        let ids: Vec<HoldId> = due.iter().map(|entry| entry.id).collect();
+        assert_eq!(ids, [HoldId::nth(2)]);
+    }
+}

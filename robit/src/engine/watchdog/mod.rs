@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex as StdMutex, PoisonError};
 
 use tokio::time::Instant;
 
+pub(crate) use self::grid::window;
 pub(crate) use self::lane::{Lane, Slot};
 pub(crate) use self::renewal::NextRenew;
 pub(crate) use self::wake::Wake;
@@ -77,5 +78,36 @@ impl Drop for Watchdog {
         for lane in lanes.drain(..) {
             lane.stop();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, PoisonError};
+
+    use super::Watchdog;
+    use crate::sources::TokioClock;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_lane_whose_runtime_shut_down_is_dropped_when_another_starts() {
+        let watchdog = Watchdog::new(Arc::new(TokioClock));
+        let first = runtime();
+        let lane = watchdog.lane(first.handle());
+        drop(first);
+        assert!(!lane.is_alive());
+        let second = runtime();
+        let _ = watchdog.lane(second.handle());
+        let lanes = watchdog
+            .lanes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        assert_eq!(lanes.len(), 1, "the dead lane was kept");
     }
 }

@@ -123,10 +123,10 @@ impl Renewal {
                 self.timing.renewed(config, self.sent, deadline);
                 tracing::trace!(target: "robit", ?slack, "renewed");
                 // Up to half a period early, never before now.
-                let early = self.sent + config.renew_period / 2;
+                let (due, earliest) = super::window(self.sent, config.renew_period);
                 NextRenew::OnGrid {
-                    due: self.timing.next_renew(),
-                    earliest: early.max(now),
+                    due,
+                    earliest: earliest.max(now),
                 }
             }
             Verdict::Failed(error) => {
