@@ -158,11 +158,7 @@ impl Core {
         let id = HoldId::nth(self.next_hold.fetch_add(1, Ordering::Relaxed));
         let fence = lease.fence();
         let signals = Arc::new(Signals::new());
-        let listener = lease.signals_loss().then(|| {
-            runtime
-                .spawn(listen(Arc::clone(self), id, Arc::clone(&lease)))
-                .abort_handle()
-        });
+        let listens = lease.signals_loss().then(|| Arc::clone(&lease));
         let lane = self.watchdog.lane(runtime);
         let period = self.config.renew_period;
         // Placed on the lane's grid, up to half a period early in a crowd. With the
@@ -184,10 +180,16 @@ impl Core {
             lane,
             slot: None,
             placed: self.config.watchdog.then_some(next_renew),
-            listener,
+            listener: None,
         };
         let at = hold.timing(&self.config).wake_at(&self.config, false);
         let mut state = self.state();
+        // Started under the mutex's lock: a loss signalled at once finds the hold.
+        hold.listener = listens.map(|lease| {
+            runtime
+                .spawn(listen(Arc::clone(self), id, lease))
+                .abort_handle()
+        });
         hold.schedule_at(self, at);
         state.phase = Phase::Held(hold);
         Installed {

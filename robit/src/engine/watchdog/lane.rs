@@ -233,7 +233,11 @@ mod tests {
             .build()
             .unwrap();
         let clock = Arc::new(TokioClock);
-        let lane = Lane::start(runtime.handle(), clock.clone(), Instant::now());
+        let lane = Lane::start(
+            runtime.handle(),
+            Arc::clone(&clock) as Arc<dyn crate::sources::Clock>,
+            Instant::now(),
+        );
         let config = Settings::new(LockName::from("lane"), Arc::new(LocalDriver::new()))
             .validate()
             .unwrap();
