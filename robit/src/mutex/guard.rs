@@ -19,8 +19,8 @@ use crate::loss::LossReason;
 /// lease survived until then.
 ///
 /// **Dropping a guard** without unlocking stops renewal at once and releases the lock in
-/// the background (the mutex's watchdog starts one release, bounded by the renew
-/// timeout), so a forgotten guard never keeps a lease alive. Call `unlock` when you can:
+/// the background (one release, in a task of its own, bounded by the renew timeout),
+/// so a forgotten guard never keeps a lease alive. Call `unlock` when you can:
 /// it reports errors, and drop cannot.
 ///
 /// # Example
