@@ -19,6 +19,7 @@ mod messages;
 mod quarantine;
 mod refresh;
 mod renewal;
+mod renewal_panics;
 mod shared_driver;
 mod time_left;
 mod tracing;

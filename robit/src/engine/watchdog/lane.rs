@@ -32,6 +32,8 @@ pub(crate) struct Slot {
 struct Entry {
     core: Weak<Core>,
     id: HoldId,
+    /// Where it stood: the hold's entry only while the hold still says so.
+    slot: Slot,
 }
 
 /// The schedule, behind the lane's lock. Never locked across an `.await`, and never
@@ -117,6 +119,7 @@ impl Lane {
         let entry = Entry {
             core: Arc::downgrade(core),
             id,
+            slot,
         };
         schedule.entries.insert(slot, entry);
         if schedule.sleeping_until.is_none_or(|until| at < until) {
@@ -193,7 +196,7 @@ async fn run(lane: Arc<Lane>, clock: Arc<dyn Clock>) {
         let now = clock.now();
         for entry in lane.take_due(now) {
             if let Some(core) = entry.core.upgrade()
-                && let Some(renewal) = core.due(entry.id, now)
+                && let Some(renewal) = core.due(entry.id, entry.slot, now)
             {
                 renewals.push(renewal);
             }

@@ -1,17 +1,21 @@
 //! What the watchdog does for a hold that falls due: signal a loss or jeopardy, renew,
 //! and put the hold back into the schedule for its next instant.
 
+use std::panic::AssertUnwindSafe;
 use std::pin::pin;
 use std::sync::Arc;
 
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use super::lane::Running;
+use futures_util::FutureExt;
+
+use super::lane::{Running, Slot};
 use crate::driver::{DriverError, Lease};
 use crate::engine::hold::{HoldId, Phase};
 use crate::engine::timing::{Timing, Verdict};
 use crate::engine::{Core, Signals};
+use crate::loss::LossReason;
 
 /// When a hold renews next, as [`Core::schedule`] is told.
 pub(crate) enum NextRenew {
@@ -35,12 +39,14 @@ struct Renewal {
 }
 
 impl Core {
-    /// Hold `id` fell due at `now`: signals its loss if its deadline or cap has passed,
-    /// puts it into jeopardy if that is due, and returns its renewal if that is due;
-    /// otherwise puts it back into the schedule for its next instant.
-    pub(super) fn due(self: &Arc<Self>, id: HoldId, now: Instant) -> Option<Running> {
+    /// Hold `id`'s entry at `slot` fell due at `now`: signals its loss if its deadline or
+    /// cap has passed, puts it into jeopardy if that is due, and returns its renewal if
+    /// that is due; otherwise puts it back into the schedule for its next instant. An
+    /// entry the hold no longer points to (a refresh put it elsewhere meanwhile, or the
+    /// hold ended) is nothing.
+    pub(super) fn due(self: &Arc<Self>, id: HoldId, slot: Slot, now: Instant) -> Option<Running> {
         let (timing, lease, signals) = match &mut self.state().phase {
-            Phase::Held(hold) if hold.id == id => {
+            Phase::Held(hold) if hold.id == id && hold.slot == Some(slot) => {
                 hold.slot = None;
                 let timing = hold.timing(&self.config);
                 (timing, Arc::clone(&hold.lease), Arc::clone(&hold.signals))
@@ -117,6 +123,9 @@ impl Renewal {
         {
             Verdict::Renewed { deadline, slack } => {
                 if !core.extend(self.id, deadline, now) {
+                    // Ended meanwhile, or too late: if it is still current, nothing
+                    // else watches it now, so it ends here (or did already).
+                    core.lose_and_free(self.id, LossReason::DeadlinePassed);
                     return;
                 }
                 core.stats.renewed(slack);
@@ -153,14 +162,20 @@ impl Renewal {
             .timing
             .jeopardy_due(config, self.signals.in_jeopardy())
             .filter(|at| *at < attempt_end);
-        let mut renew = pin!(self.lease.renew(config.ttl));
+        // A driver's renewal that panics fails like any other, instead of taking down the
+        // lane's task, which watches every hold of the locker on this runtime.
+        let mut renew = pin!(AssertUnwindSafe(self.lease.renew(config.ttl)).catch_unwind());
         loop {
             let timer = jeopardy_at.unwrap_or(attempt_end);
             tokio::select! {
                 biased;
                 // The hold ended: nothing waits for the answer.
                 () = self.signals.ended() => return None,
-                answer = renew.as_mut() => return Some(answer),
+                answer = renew.as_mut() => {
+                    return Some(answer.unwrap_or_else(|_| {
+                        Err(DriverError::unavailable("the driver's renewal panicked"))
+                    }));
+                }
                 () = config.clock.sleep_until(timer) => {}
             }
             if jeopardy_at.take().is_none() {
