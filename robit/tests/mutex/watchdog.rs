@@ -5,7 +5,7 @@ use robit_test_support::kit as common;
 
 use std::time::Duration;
 
-use common::settle;
+use common::{alive_tasks, settle};
 use robit::{Guard, LocalDriver, LockError, Mutex};
 use tokio::runtime::{Builder, Runtime};
 
@@ -33,12 +33,6 @@ fn mutex(driver: &LocalDriver) -> Mutex {
         .ttl(TTL)
         .build()
         .unwrap()
-}
-
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
 }
 
 #[tokio::test(start_paused = true)]

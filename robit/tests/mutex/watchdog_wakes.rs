@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use common::settle;
+use common::{alive_tasks, settle};
 use robit::driver::{Acquire, AcquireRequest, DriverError, Lease, ReleaseWatch, Renewal};
 use robit::sources::Clock;
 use robit::{Driver, FenceToken, Guard, LocalDriver, Locker, Mutex};
@@ -268,25 +268,26 @@ async fn a_cap_shorter_than_the_renew_period_is_kept_on_a_mutex_used_again() {
     assert_eq!(guard.loss(), Some(robit::LossReason::HoldCapReached));
 }
 
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_with_it() {
-    const HOLDS: usize = 1000;
+/// `holds` locks, `held-0` … , taken at once through one `Locker` over [`Silent`]; and
+/// when each renewal went out.
+async fn held_through_a_locker(holds: usize) -> (Locker, Vec<Guard>, Arc<Renewals>) {
     let renews = Arc::new(Renewals::default());
     let driver = Silent {
         local: LocalDriver::new(),
         renews: Arc::clone(&renews),
     };
     let locker = Locker::builder(driver).ttl(TTL).build().unwrap();
-    let mut guards = Vec::with_capacity(HOLDS);
-    for name in 0..HOLDS {
+    let mut guards = Vec::with_capacity(holds);
+    for name in 0..holds {
         guards.push(locker.lock(format!("held-{name}")).await.unwrap());
     }
+    (locker, guards, renews)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_with_it() {
+    const HOLDS: usize = 1000;
+    let (locker, guards, renews) = held_through_a_locker(HOLDS).await;
     tokio::time::sleep(TTL * 2).await;
     assert_eq!(alive_tasks(), 1, "a task per hold, not one for all");
     assert!(guards.iter().all(Guard::is_held));
@@ -307,17 +308,8 @@ async fn a_thousand_holds_through_one_locker_are_renewed_by_one_task_that_ends_w
 async fn holds_taken_together_renew_spread_over_the_half_period_before_they_are_due() {
     // More than the half period's steps take: the last spill down to its start.
     const HOLDS: usize = 3000;
-    let renews = Arc::new(Renewals::default());
-    let driver = Silent {
-        local: LocalDriver::new(),
-        renews: Arc::clone(&renews),
-    };
-    let locker = Locker::builder(driver).ttl(TTL).build().unwrap();
     let taken = Instant::now();
-    let mut guards = Vec::with_capacity(HOLDS);
-    for name in 0..HOLDS {
-        guards.push(locker.lock(format!("held-{name}")).await.unwrap());
-    }
+    let (_locker, guards, renews) = held_through_a_locker(HOLDS).await;
     tokio::time::sleep(PERIOD).await;
     settle().await;
     let first = renews.by_instant();

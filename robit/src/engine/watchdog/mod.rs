@@ -61,10 +61,11 @@ impl Watchdog {
     /// (lanes of runtimes that have shut down are dropped).
     pub(crate) fn lane(&self, runtime: &tokio::runtime::Handle) -> Arc<Lane> {
         let mut lanes = self.lanes.lock().unwrap_or_else(PoisonError::into_inner);
-        lanes.retain(|lane| lane.is_alive());
+        // A running runtime's lane is alive: only a new lane needs the dead ones pruned.
         if let Some(lane) = lanes.iter().find(|lane| lane.serves(runtime)) {
             return Arc::clone(lane);
         }
+        lanes.retain(|lane| lane.is_alive());
         let lane = Lane::start(runtime, Arc::clone(&self.clock), self.epoch);
         lanes.push(Arc::clone(&lane));
         lane

@@ -64,6 +64,14 @@ pub fn spawn_waiter(
     })
 }
 
+/// How many tasks the current runtime has alive: a background task that outlives its
+/// owner shows here.
+pub fn alive_tasks() -> usize {
+    tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks()
+}
+
 /// Lets spawned tasks (watchdogs, background releases) run without moving time.
 pub async fn settle() {
     for _ in 0..16 {
