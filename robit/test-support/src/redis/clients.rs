@@ -3,6 +3,7 @@
 
 #![allow(clippy::print_stderr)]
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
@@ -22,6 +23,8 @@ pub struct FaultClients<D: Driver> {
     /// Who believed they held the lock, when.
     pub beliefs: Beliefs,
     losses: Losses,
+    /// What the contenders' tries ended with when they were not granted, and how often.
+    errors: Arc<StdMutex<BTreeMap<String, usize>>>,
     ttl: Duration,
 }
 
@@ -39,6 +42,7 @@ impl<D: Driver> Clone for FaultClients<D> {
             make: Arc::clone(&self.make),
             beliefs: self.beliefs.clone(),
             losses: Arc::clone(&self.losses),
+            errors: Arc::clone(&self.errors),
             ttl: self.ttl,
         }
     }
@@ -51,6 +55,7 @@ impl<D: Driver> FaultClients<D> {
             make: Arc::new(make),
             beliefs: Beliefs::default(),
             losses: Arc::default(),
+            errors: Arc::default(),
             ttl: FAULT_TTL,
         }
     }
@@ -101,19 +106,46 @@ impl<D: Driver> FaultClients<D> {
     /// Two clients, `b` and `c`, contend for the lock for `time`, each holding it 100 ms
     /// at a time.
     pub async fn contend(&self, time: Duration) {
-        let until = Instant::now() + time;
+        self.contend_while(Instant::now() + time, |_| true).await;
+    }
+
+    /// `b` and `c` contend as in [`contend`](Self::contend) until one of them has been
+    /// granted the lock since `since`, or for `limit` at most: a test that needs a grant
+    /// after a fault waits for it, not for a guess at how long a busy machine takes.
+    pub async fn contend_until_granted(&self, since: Instant, limit: Duration) {
+        self.contend_while(Instant::now() + limit, move |beliefs| {
+            beliefs.first_begun_after(since).is_none()
+        })
+        .await;
+    }
+
+    /// `b` and `c`, each through one mutex (and one driver) of its own for the whole
+    /// time, try for the lock 500 ms at a time while `until` has not passed and `go_on`
+    /// holds. Every error a try ends with is counted, for a failing test to show.
+    async fn contend_while(
+        &self,
+        until: Instant,
+        go_on: impl Fn(&Beliefs) -> bool + Clone + Send + 'static,
+    ) {
         let tasks: Vec<_> = ["b", "c"]
             .into_iter()
             .map(|who| {
                 let (mutex, beliefs) = (self.mutex(who), self.beliefs.clone());
+                let (errors, go_on) = (Arc::clone(&self.errors), go_on.clone());
                 tokio::spawn(async move {
-                    while Instant::now() < until {
+                    while Instant::now() < until && go_on(&beliefs) {
                         let wait = Wait::Timeout(Duration::from_millis(500));
-                        if let Ok(guard) = mutex.lock_with(wait).await {
-                            beliefs.begin(who);
-                            tokio::time::sleep(Duration::from_millis(100)).await;
-                            beliefs.end(who);
-                            let _ = guard.unlock().await;
+                        match mutex.lock_with(wait).await {
+                            Ok(guard) => {
+                                beliefs.begin(who);
+                                tokio::time::sleep(Duration::from_millis(100)).await;
+                                beliefs.end(who);
+                                let _ = guard.unlock().await;
+                            }
+                            Err(error) => {
+                                let mut errors = errors.lock().unwrap();
+                                *errors.entry(error.to_string()).or_default() += 1;
+                            }
                         }
                     }
                 })
@@ -121,16 +153,6 @@ impl<D: Driver> FaultClients<D> {
             .collect();
         for task in tasks {
             task.await.unwrap();
-        }
-    }
-
-    /// `b` and `c` contend as in [`contend`](Self::contend) until one of them has been
-    /// granted the lock since `since`, or for `limit` at most: a test that needs a grant
-    /// after a fault waits for it, not for a guess at how long a busy machine takes.
-    pub async fn contend_until_granted(&self, since: Instant, limit: Duration) {
-        let give_up = Instant::now() + limit;
-        while self.beliefs.first_begun_after(since).is_none() && Instant::now() < give_up {
-            self.contend(Duration::from_millis(500)).await;
         }
     }
 
@@ -148,10 +170,13 @@ impl<D: Driver> FaultClients<D> {
     /// lock was granted again, and the lead between the two.
     pub fn assert_safe_and_live(&self, case: &str, fault: Instant) {
         self.beliefs.assert_never_two_holders();
-        let regranted = self
-            .beliefs
-            .first_begun_after(fault)
-            .unwrap_or_else(|| panic!("{case}: nobody was granted the lock after the fault"));
+        let regranted = self.beliefs.first_begun_after(fault).unwrap_or_else(|| {
+            panic!(
+                "{case}: nobody was granted the lock after the fault; the contenders' \
+                     tries failed with {:?}",
+                self.errors.lock().unwrap()
+            )
+        });
         let since = |at: Instant| at.saturating_duration_since(fault).as_millis();
         match self.loss_of("a") {
             Some((lost, reason)) => eprintln!(
@@ -174,8 +199,9 @@ impl<D: Driver> FaultClients<D> {
         let overlaps = self.beliefs.overlaps();
         assert!(
             !overlaps.is_empty(),
-            "{case}: no overlap: {:?}",
-            self.beliefs.intervals()
+            "{case}: no overlap: {:?}; the contenders' tries failed with {:?}",
+            self.beliefs.intervals(),
+            self.errors.lock().unwrap()
         );
         let intervals = self.beliefs.intervals();
         let a = intervals.iter().find(|(who, ..)| *who == "a");
