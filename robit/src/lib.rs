@@ -95,6 +95,8 @@ mod locker;
 mod loss;
 mod millis;
 mod mutex;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod sources;
@@ -130,6 +132,11 @@ struct RedlockGuideDoctests;
 #[cfg(all(doctest, feature = "etcd"))]
 #[doc = include_str!("../../docs/etcd.md")]
 struct EtcdGuideDoctests;
+
+/// The Postgres guide's code blocks, compiled as doctests.
+#[cfg(all(doctest, feature = "postgres"))]
+#[doc = include_str!("../../docs/postgres.md")]
+struct PostgresGuideDoctests;
 
 /// The safety argument's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

@@ -1,6 +1,6 @@
 //! The conformance suite and what stands behind it: robit's own drivers pass it (in
 //! memory, against real redis-servers, and against a real etcd cluster with the `etcd`
-//! feature), the guide's example driver passes it, and every planted bug fails it.
+//! feature, against a real Postgres with the `postgres` feature), the guide's example driver passes it, and every planted bug fails it.
 //!
 //! The planted bugs in robit's mutex and in the scripts the simulated Redis runs exist
 //! only in a build with `ROBIT_MUTANTS=1` in its environment (`cfg(robit_mutants)`); so
@@ -12,6 +12,8 @@ mod driver_authors_example;
 #[cfg(feature = "etcd")]
 mod etcd_contract;
 mod planted;
+#[cfg(feature = "postgres")]
+mod postgres_contract;
 mod quorum_contract;
 #[cfg(robit_mutants)]
 mod tick_sweep;

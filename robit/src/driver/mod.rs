@@ -45,8 +45,10 @@ pub use self::fence::{FenceGate, FenceToken, StaleFence};
 pub use self::inspect::{Inspection, LockState};
 pub use self::lease::{Lease, Renewal};
 pub use self::name::LockName;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) use self::name::{BUCKETS, bucket};
 pub use self::owner::OwnerToken;
-#[cfg(any(feature = "redis", feature = "etcd"))]
+#[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
 pub(crate) use self::owner::hex128;
 pub use self::request::{AcquireRequest, Waiter};
 pub use self::watch::ReleaseWatch;

@@ -69,7 +69,8 @@ impl fmt::Debug for ReleaseWatch {
 /// Watches keyed by what they wait for (the local driver's lock names), each completed
 /// by [`notify`](Self::notify) on its key. An entry lives while a watch on it does.
 ///
-/// Keys are only ever looked up, never iterated, so hash order cannot reach behaviour.
+/// Keys are only ever looked up, or all notified at once, so hash order cannot reach
+/// behaviour.
 pub(crate) struct WatchRegistry<K> {
     entries: std::sync::Mutex<std::collections::HashMap<K, Watchers>>,
 }
@@ -127,6 +128,14 @@ where
         };
         watchers.notify.notify_waiters();
         true
+    }
+
+    /// Completes every watch: after notifications may have been lost.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn notify_all(&self) {
+        for watchers in self.entries().values() {
+            watchers.notify.notify_waiters();
+        }
     }
 
     /// How many keys are watched.

@@ -28,28 +28,7 @@ use crate::driver::LockName;
 use super::config::Settings;
 use super::scripts::args::Key;
 
-/// How many buckets a namespace has in cluster mode: enough for an even spread over a
-/// few hundred masters, few enough that a namespace's fencing counters (one per bucket,
-/// kept forever) stay a fixed, small set of keys.
-pub(super) const BUCKETS: u32 = 1024;
-
-/// The bucket of a lock name in cluster mode: 32-bit FNV-1a of its bytes, xor-folded to
-/// ten bits (its top ten bits xor its bottom ten: FNV-1a's own low bits spread names that
-/// differ in their last characters poorly). Fixed forever: every client of a namespace
-/// must compute the same.
-pub(super) fn bucket(name: &[u8]) -> u32 {
-    let hash = fnv1a(name);
-    ((hash >> 22) ^ hash) % BUCKETS
-}
-
-fn fnv1a(bytes: &[u8]) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for &byte in bytes {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
-}
+pub(super) use crate::driver::{BUCKETS, bucket};
 
 /// The keys of one lock name's script calls: its lock and queue, and the fencing counter
 /// and quarantine key that guard it (the namespace's, or in cluster mode its bucket's).
@@ -145,33 +124,4 @@ mod tests {
         assert!(!acked.inner.settings.grants_to_waiters(false));
     }
 
-    #[test]
-    fn the_bucket_of_a_name_is_its_fnv1a_hash_folded_to_ten_bits() {
-        // FNV-1a's published test vectors: "" → 0x811c9dc5, "a" → 0xe40c292c,
-        // "foobar" → 0xbf9cf968.
-        assert_eq!(fnv1a(b""), 0x811c_9dc5);
-        assert_eq!(fnv1a(b"a"), 0xe40c_292c);
-        assert_eq!(fnv1a(b"foobar"), 0xbf9c_f968);
-        assert_eq!(bucket(b"foobar"), (0xbf9c_f968 >> 22 ^ 0xbf9c_f968) & 1023);
-        // Part of the on-server format: these must never change.
-        assert_eq!(bucket(b"job-0"), 618);
-        assert_eq!(bucket(b"invoice-run"), 374);
-        assert_eq!(bucket(b""), 961);
-    }
-
-    #[test]
-    fn a_thousand_names_fill_most_buckets() {
-        // 1,000 names thrown into 1,024 buckets at random fill about 632 of them, give or
-        // take 10; FNV-1a's low bits alone fill about 550 for names like these.
-        for pattern in ["job-", "", "user/"] {
-            let used: std::collections::BTreeSet<u32> = (0..1000)
-                .map(|i| bucket(format!("{pattern}{i}").as_bytes()))
-                .collect();
-            assert!(
-                used.len() > 600,
-                "{pattern}: only {} buckets used",
-                used.len()
-            );
-        }
-    }
 }

@@ -7,6 +7,8 @@
 //!   free port, a proxy that freezes a link, a connection that counts round trips.
 //! - [`etcd`]: testing against a real etcd — a cluster of the test's own, whose members
 //!   can be killed, frozen and restarted.
+//! - [`postgres`]: testing against a real Postgres — a cluster of the test's own, made
+//!   by `initdb` on a free port, that can be killed, frozen and restarted.
 //! - [`behaviours`]: one set of checks of the documented behaviours, run over every
 //!   topology of every driver (Sentinel, Cluster, a quorum, etcd).
 //! - [`bench`](mod@bench): what the benchmarks share — their runtime, their TTL, robit's driver.
@@ -27,4 +29,5 @@ pub mod bench;
 pub mod etcd;
 mod host;
 pub mod kit;
+pub mod postgres;
 pub mod redis;

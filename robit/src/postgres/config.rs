@@ -1,0 +1,444 @@
+//! Building a [`PostgresDriver`]: where the server is (a URL, or the application's own
+//! pool), the schema and namespace, timeouts, and whether a pooler sits in between —
+//! all checked by [`PostgresDriverBuilder::build`], none sent anywhere until the first
+//! call.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use super::PostgresDriver;
+use crate::millis::Millis;
+
+/// The schema that holds robit's tables and functions, unless told otherwise.
+pub const DEFAULT_SCHEMA: &str = "robit";
+/// The namespace a driver's locks live in, unless told otherwise: drivers share a lock
+/// only if they share a schema and a namespace.
+pub const DEFAULT_NAMESPACE: &str = "robit";
+/// How long one statement may take before it fails (and the Mutex retries).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
+/// How many connections a driver built from a URL opens at most.
+pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+
+/// A setting [`PostgresDriverBuilder::build`] refused.
+///
+/// # Example
+///
+/// ```
+/// use robit::postgres::{PostgresConfigError, PostgresDriver};
+///
+/// let err = PostgresDriver::builder("mysql://localhost/app").build().unwrap_err();
+/// assert!(matches!(err, PostgresConfigError::InvalidUrl { .. }));
+/// ```
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum PostgresConfigError {
+    /// The connection URL could not be parsed.
+    #[error(
+        "invalid Postgres URL {url}: {reason}; expected \
+         postgres://[user[:password]@]host[:port][/database][?options]"
+    )]
+    InvalidUrl {
+        /// The URL, with any password hidden.
+        url: String,
+        /// What the parser said.
+        reason: String,
+    },
+    /// The schema is not a plain lower-case SQL identifier, which the driver writes into
+    /// its statements unquoted.
+    #[error(
+        "schema {schema:?} must be a lower-case SQL identifier: a letter or '_', then \
+         letters, digits or '_', at most 63 bytes"
+    )]
+    InvalidSchema {
+        /// The rejected schema.
+        schema: String,
+    },
+    /// The namespace is empty.
+    #[error("the Postgres namespace must not be empty")]
+    EmptyNamespace,
+    /// A timeout of zero, which would fail every statement.
+    #[error("the Postgres {what} must be longer than zero (got {})", Millis(*.timeout))]
+    ZeroTimeout {
+        /// Which timeout.
+        what: &'static str,
+        /// The rejected value.
+        timeout: Duration,
+    },
+    /// A pool of no connections.
+    #[error("the Postgres driver needs at least one connection")]
+    NoConnections,
+    /// TLS asked for (`sslmode=require` or stricter) in a build without it.
+    #[error(
+        "the Postgres URL asks for TLS (sslmode={mode}), which this build lacks; enable \
+         robit's `postgres-tls` feature"
+    )]
+    TlsNotCompiled {
+        /// The URL's `sslmode`.
+        mode: String,
+    },
+}
+
+/// Where the driver's connections come from.
+#[derive(Clone)]
+pub(super) enum Source {
+    /// A URL: the driver keeps a pool of its own.
+    Url(String),
+    /// The application's pool, shared.
+    Pool(PgPool),
+}
+
+/// What a built driver knows; its `Debug` prints no password.
+#[derive(Clone)]
+pub(super) struct Settings {
+    pub(super) source: Source,
+    /// A URL for the connection that listens for releases, when the calls go through a
+    /// transaction-mode pooler but a direct connection can be had.
+    pub(super) listen_url: Option<String>,
+    pub(super) schema: String,
+    pub(super) namespace: String,
+    pub(super) request_timeout: Duration,
+    pub(super) max_connections: u32,
+    pub(super) transaction_pooler: bool,
+    pub(super) create_schema: bool,
+}
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match &self.source {
+            Source::Url(url) => hide_password(url),
+            Source::Pool(_) => "the application's pool".to_owned(),
+        };
+        f.debug_struct("Settings")
+            .field("source", &source)
+            .field("listen_url", &self.listen_url.as_deref().map(hide_password))
+            .field("schema", &self.schema)
+            .field("namespace", &self.namespace)
+            .field("request_timeout", &self.request_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("transaction_pooler", &self.transaction_pooler)
+            .field("create_schema", &self.create_schema)
+            .finish()
+    }
+}
+
+/// Builds a [`PostgresDriver`]; start with [`PostgresDriver::builder`] or
+/// [`PostgresDriver::builder_with_pool`].
+///
+/// # Example
+///
+/// ```
+/// use robit::postgres::PostgresDriver;
+/// use std::time::Duration;
+///
+/// let driver = PostgresDriver::builder("postgres://app:s3cret@db.internal:5432/app")
+///     .namespace("billing")
+///     .request_timeout(Duration::from_millis(500))
+///     .build()?;
+/// assert!(!format!("{driver:?}").contains("s3cret"));
+/// # Ok::<(), robit::postgres::PostgresConfigError>(())
+/// ```
+#[must_use]
+pub struct PostgresDriverBuilder {
+    settings: Settings,
+}
+
+impl PostgresDriverBuilder {
+    pub(super) fn new(source: Source) -> Self {
+        Self {
+            settings: Settings {
+                source,
+                listen_url: None,
+                schema: DEFAULT_SCHEMA.to_owned(),
+                namespace: DEFAULT_NAMESPACE.to_owned(),
+                request_timeout: DEFAULT_REQUEST_TIMEOUT,
+                max_connections: DEFAULT_MAX_CONNECTIONS,
+                transaction_pooler: false,
+                create_schema: true,
+            },
+        }
+    }
+
+    /// The schema of robit's tables and functions (default [`DEFAULT_SCHEMA`]).
+    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+        self.settings.schema = schema.into();
+        self
+    }
+
+    /// The namespace of this driver's locks (default [`DEFAULT_NAMESPACE`]): one set of
+    /// tables can serve several applications, each in a namespace of its own.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.settings.namespace = namespace.into();
+        self
+    }
+
+    /// How long one statement may take, waiting for a connection included (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`]). A statement that overruns fails, and the Mutex
+    /// retries while its wait or the lease's validity allows.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.request_timeout = timeout;
+        self
+    }
+
+    /// How many connections the driver's own pool opens at most (default
+    /// [`DEFAULT_MAX_CONNECTIONS`]); a driver built on the application's pool uses that
+    /// pool's limit.
+    pub fn max_connections(mut self, connections: u32) -> Self {
+        self.settings.max_connections = connections;
+        self
+    }
+
+    /// Says that the connections go through a pooler in transaction mode (pgbouncer's
+    /// `pool_mode = transaction`, say): statements are sent unnamed, since the next one
+    /// may land on another server connection, and waiters poll instead of listening for
+    /// releases, since a notification cannot find its way back through such a pooler —
+    /// unless [`listen_url`](Self::listen_url) names a direct connection for it.
+    pub fn transaction_pooler(mut self, behind: bool) -> Self {
+        self.settings.transaction_pooler = behind;
+        self
+    }
+
+    /// A URL that reaches the server directly, for the one connection that listens for
+    /// releases, when the calls themselves go through a transaction-mode pooler.
+    pub fn listen_url(mut self, url: impl Into<String>) -> Self {
+        self.settings.listen_url = Some(url.into());
+        self
+    }
+
+    /// Whether the driver creates its schema, tables and functions when it finds them
+    /// missing (default `true`). Turn it off for a role that may not, and have an owner
+    /// run the SQL in docs/postgres.md: a missing table is then an error at
+    /// [`ping`](PostgresDriver::ping) and at every call, never a silent creation.
+    pub fn create_schema(mut self, create: bool) -> Self {
+        self.settings.create_schema = create;
+        self
+    }
+
+    /// Checks the settings and builds the driver. Nothing is dialled yet: the first call
+    /// connects, and a failure there is a transient error the Mutex retries.
+    ///
+    /// # Errors
+    ///
+    /// A [`PostgresConfigError`] naming the first setting that cannot work.
+    pub fn build(self) -> Result<PostgresDriver, PostgresConfigError> {
+        let settings = self.settings;
+        validate(&settings)?;
+        let pool = match &settings.source {
+            Source::Pool(pool) => pool.clone(),
+            Source::Url(url) => {
+                let options = connect_options(url)?;
+                own_pool(&settings).connect_lazy_with(options)
+            }
+        };
+        if let Some(url) = &settings.listen_url {
+            connect_options(url)?;
+        }
+        Ok(PostgresDriver::from_settings(settings, pool))
+    }
+}
+
+impl fmt::Debug for PostgresDriverBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresDriverBuilder")
+            .field("settings", &self.settings)
+            .finish()
+    }
+}
+
+/// The driver's own pool: connections opened when needed and kept, never tested before
+/// use (a call is one round trip, not two; a dead connection fails its call, which the
+/// Mutex retries on another), and no maintenance task, so that nothing outlives the
+/// driver.
+fn own_pool(settings: &Settings) -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(settings.max_connections)
+        .min_connections(0)
+        .acquire_timeout(settings.request_timeout)
+        .test_before_acquire(false)
+        .idle_timeout(None)
+        .max_lifetime(None)
+}
+
+/// `url` parsed, with a clear error for what cannot work.
+pub(super) fn connect_options(url: &str) -> Result<PgConnectOptions, PostgresConfigError> {
+    let options = PgConnectOptions::from_str(url).map_err(|err| PostgresConfigError::InvalidUrl {
+        url: hide_password(url),
+        reason: err.to_string(),
+    })?;
+    if !cfg!(feature = "postgres-tls") {
+        if let Some(mode) = required_tls(url) {
+            return Err(PostgresConfigError::TlsNotCompiled { mode });
+        }
+    }
+    Ok(options)
+}
+
+/// The URL's `sslmode` when it insists on TLS.
+fn required_tls(url: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|pair| {
+        let mode = pair
+            .strip_prefix("sslmode=")
+            .or_else(|| pair.strip_prefix("ssl-mode="))?;
+        matches!(
+            mode.to_ascii_lowercase().as_str(),
+            "require" | "verify-ca" | "verify-full" | "verify_ca" | "verify_full"
+        )
+        .then(|| mode.to_owned())
+    })
+}
+
+/// `url` with the password, if any, replaced: in the authority, and as a `password`
+/// option.
+pub(super) fn hide_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
+    let authority = match authority.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _)) => format!("{user}:<hidden>@{host}"),
+            None => authority.to_owned(),
+        },
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let pairs: Vec<&str> = query
+                .split('&')
+                .map(|pair| {
+                    if pair.starts_with("password=") {
+                        "password=<hidden>"
+                    } else {
+                        pair
+                    }
+                })
+                .collect();
+            format!("{path}?{}", pairs.join("&"))
+        }
+        None => tail.to_owned(),
+    };
+    format!("{scheme}://{authority}{tail}")
+}
+
+fn validate(settings: &Settings) -> Result<(), PostgresConfigError> {
+    let schema = &settings.schema;
+    let mut chars = schema.chars();
+    let identifier = chars
+        .next()
+        .is_some_and(|first| first.is_ascii_lowercase() || first == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && schema.len() <= 63;
+    if !identifier {
+        return Err(PostgresConfigError::InvalidSchema {
+            schema: schema.clone(),
+        });
+    }
+    if settings.namespace.is_empty() {
+        return Err(PostgresConfigError::EmptyNamespace);
+    }
+    if settings.request_timeout.is_zero() {
+        return Err(PostgresConfigError::ZeroTimeout {
+            what: "request timeout",
+            timeout: settings.request_timeout,
+        });
+    }
+    if settings.max_connections == 0 {
+        return Err(PostgresConfigError::NoConnections);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn builder() -> PostgresDriverBuilder {
+        PostgresDriver::builder("postgres://robit@127.0.0.1:5999/robit")
+    }
+
+    #[test]
+    fn a_url_that_is_not_postgres_is_refused_with_its_password_hidden() {
+        let err = PostgresDriver::builder("mysql://app:hunter2@localhost/app")
+            .build()
+            .unwrap_err();
+        let said = err.to_string();
+        assert!(matches!(err, PostgresConfigError::InvalidUrl { .. }), "{said}");
+        assert!(!said.contains("hunter2"), "{said}");
+        assert!(said.contains("app:<hidden>@localhost"), "{said}");
+    }
+
+    #[test]
+    fn a_schema_must_be_a_plain_identifier() {
+        for bad in ["", "Robit", "1robit", "robit; drop table x", "a-b", &"x".repeat(64)] {
+            assert!(
+                matches!(
+                    builder().schema(bad).build(),
+                    Err(PostgresConfigError::InvalidSchema { .. })
+                ),
+                "{bad:?} was accepted"
+            );
+        }
+        for good in ["robit", "_locks", "app_2"] {
+            assert!(builder().schema(good).build().is_ok(), "{good:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_namespace_a_zero_timeout_or_no_connections_is_refused() {
+        assert!(matches!(
+            builder().namespace("").build(),
+            Err(PostgresConfigError::EmptyNamespace)
+        ));
+        assert!(matches!(
+            builder().request_timeout(Duration::ZERO).build(),
+            Err(PostgresConfigError::ZeroTimeout { .. })
+        ));
+        assert!(matches!(
+            builder().max_connections(0).build(),
+            Err(PostgresConfigError::NoConnections)
+        ));
+        assert!(matches!(
+            builder().listen_url("redis://localhost").build(),
+            Err(PostgresConfigError::InvalidUrl { .. })
+        ));
+    }
+
+    #[test]
+    fn tls_without_the_feature_is_refused_by_name() {
+        let built = PostgresDriver::builder("postgres://db.internal/app?sslmode=verify-full").build();
+        if cfg!(feature = "postgres-tls") {
+            assert!(built.is_ok());
+        } else {
+            assert!(matches!(
+                built,
+                Err(PostgresConfigError::TlsNotCompiled { mode }) if mode == "verify-full"
+            ));
+        }
+        assert!(
+            PostgresDriver::builder("postgres://db.internal/app?sslmode=prefer")
+                .build()
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn the_password_is_never_printed() {
+        let driver = PostgresDriver::builder("postgres://app:hunter2@db.internal:5432/app")
+            .listen_url("postgres://app:hunter3@db-direct:5432/app")
+            .build()
+            .unwrap();
+        let printed = format!("{driver:?}");
+        assert!(!printed.contains("hunter2") && !printed.contains("hunter3"), "{printed}");
+        assert!(printed.contains("app:<hidden>@db.internal:5432/app"), "{printed}");
+        assert_eq!(hide_password("postgres://db/app"), "postgres://db/app");
+        assert_eq!(hide_password("postgres://app@db/app"), "postgres://app@db/app");
+        assert_eq!(
+            hide_password("postgres://db/app?user=app&password=hunter2&sslmode=prefer"),
+            "postgres://db/app?user=app&password=<hidden>&sslmode=prefer"
+        );
+    }
+}

@@ -1,0 +1,128 @@
+//! sqlx's errors as [`DriverError`]s that say what to do.
+
+use sqlx::Error;
+
+use crate::driver::DriverError;
+
+/// Classifies `err`, met while doing `what` with the tables in `schema`: transient
+/// errors are retried by the Mutex, permanent ones returned with advice.
+pub(super) fn classify(what: &'static str, schema: &str, err: Error) -> DriverError {
+    let permanent = |advice: String, err: Error| DriverError::Rejected {
+        reason: format!("{what}: {err}; {advice}"),
+        source: Some(Box::new(err)),
+    };
+    let code = match &err {
+        Error::Database(database) => database.code().map(|code| code.into_owned()),
+        Error::Configuration(_) | Error::Tls(_) => {
+            return permanent("check the URL and the TLS settings".to_owned(), err);
+        }
+        Error::ColumnDecode { .. } | Error::Decode(_) | Error::ColumnNotFound(_) => {
+            return permanent(
+                format!(
+                    "the functions in schema {schema} are not the ones this version of robit \
+                     installs; run its schema file again (docs/postgres.md)"
+                ),
+                err,
+            );
+        }
+        _ => None,
+    };
+    let Some(code) = code else {
+        return DriverError::unavailable(Explained { what, source: err });
+    };
+    match code.as_str() {
+        // insufficient_privilege
+        "42501" => permanent(
+            format!(
+                "grant the role USAGE on schema {schema}, SELECT, INSERT, UPDATE and DELETE \
+                 on its tables and EXECUTE on its functions (docs/postgres.md)"
+            ),
+            err,
+        ),
+        // undefined_table, undefined_function, invalid_schema_name
+        "42P01" | "42883" | "3F000" => permanent(
+            format!(
+                "robit's tables or functions are missing from schema {schema}; let the \
+                 driver create them (create_schema) or have an owner run the schema file \
+                 in docs/postgres.md"
+            ),
+            err,
+        ),
+        // invalid_password, invalid_authorization_specification
+        "28P01" | "28000" => permanent("check the user and password".to_owned(), err),
+        // invalid_catalog_name: the database does not exist
+        "3D000" => permanent("check the database name in the URL".to_owned(), err),
+        // read_only_sql_transaction: a standby, or a primary being demoted
+        "25006" => DriverError::unavailable(Explained {
+            what: "the server is read-only (a standby?); robit needs the primary",
+            source: err,
+        }),
+        // Connection failures, shutdowns, serialization and deadlock failures, lock and
+        // statement timeouts, too many connections, out of memory or disk: all may pass.
+        code if code.starts_with("08")
+            || code.starts_with("40")
+            || code.starts_with("53")
+            || code.starts_with("57")
+            || code == "55P03" =>
+        {
+            DriverError::unavailable(Explained { what, source: err })
+        }
+        _ => permanent(
+            "Postgres refused the statement; see its message".to_owned(),
+            err,
+        ),
+    }
+}
+
+/// An sqlx error with robit's explanation in front.
+#[derive(Debug)]
+struct Explained {
+    what: &'static str,
+    source: Error,
+}
+
+impl std::fmt::Display for Explained {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)
+    }
+}
+
+impl std::error::Error for Explained {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lost_connection_or_an_exhausted_pool_is_transient_and_names_the_operation() {
+        for err in [
+            Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)),
+            Error::PoolTimedOut,
+            Error::Protocol("unexpected message".to_owned()),
+        ] {
+            let shown = err.to_string();
+            let classified = classify("acquiring a Postgres lock", "robit", err);
+            assert!(classified.is_transient(), "{shown} was taken as permanent");
+            let said = classified.to_string();
+            assert!(said.contains("acquiring a Postgres lock: "), "{said}");
+        }
+    }
+
+    #[test]
+    fn a_bad_url_or_a_row_of_the_wrong_shape_is_permanent_and_says_what_to_do() {
+        let (err, advice) = (
+            Error::Configuration("bad sslmode".into()),
+            "check the URL",
+        );
+        let said = classify("renewing a Postgres lock", "robit", err).to_string();
+        assert!(said.contains(advice), "{said}");
+        let err = Error::ColumnNotFound("status".to_owned());
+        let classified = classify("acquiring a Postgres lock", "locks", err);
+        assert!(!classified.is_transient());
+        assert!(classified.to_string().contains("schema locks"), "{classified}");
+    }
+}

@@ -1,0 +1,190 @@
+-- robit's lock tables and functions, in the schema __SCHEMA__ (the driver's `schema`
+-- setting; `robit` by default). The driver runs this file on first use, in one
+-- transaction, when its role may create them; otherwise an owner runs it once (see
+-- docs/postgres.md) and grants the role what the end of this file lists.
+--
+-- Every operation is one statement on these tables: a function call or a plain UPDATE,
+-- timed by the server's clock (clock_timestamp()), so that nothing lives in a session
+-- and any pooled connection, or a transaction-mode pooler, serves every call.
+
+CREATE SCHEMA IF NOT EXISTS __SCHEMA__;
+
+-- One row per held lock (and per lock whose holder stopped renewing, until it is next
+-- locked or its lock-delay ends and a release, a force release or an acquire removes
+-- it). A release deletes its row.
+CREATE TABLE IF NOT EXISTS __SCHEMA__.locks (
+    namespace  text        NOT NULL,
+    name       bytea       NOT NULL,
+    owner      uuid        NOT NULL,
+    fence      bigint      NOT NULL,
+    expires_at timestamptz NOT NULL,
+    lock_delay interval    NOT NULL,
+    PRIMARY KEY (namespace, name)
+) WITH (fillfactor = 50);
+
+-- The fencing counters: 1,024 rows per namespace at most, one per bucket of lock names,
+-- so that grants of different names rarely wait for one another, and no row is kept
+-- per name. A grant's token is the larger of its bucket's last token plus one and the
+-- server's clock in microseconds.
+CREATE TABLE IF NOT EXISTS __SCHEMA__.fences (
+    namespace text     NOT NULL,
+    bucket    smallint NOT NULL,
+    last      bigint   NOT NULL,
+    PRIMARY KEY (namespace, bucket)
+) WITH (fillfactor = 50);
+
+-- Waiting lock() calls, first come first served. An entry lives while its waiter keeps
+-- asking (four poll intervals, at least a second, after its last attempt).
+CREATE TABLE IF NOT EXISTS __SCHEMA__.waiters (
+    namespace  text        NOT NULL,
+    name       bytea       NOT NULL,
+    waiter     uuid        NOT NULL,
+    queued_at  timestamptz NOT NULL,
+    live_until timestamptz NOT NULL,
+    PRIMARY KEY (namespace, name, waiter)
+);
+
+-- Queues (or keeps queued) a waiter; nothing for a single try (no waiter).
+CREATE OR REPLACE FUNCTION __SCHEMA__.queue_v1(
+    p_namespace text, p_name bytea, p_waiter uuid, p_retry_ms bigint, p_now timestamptz)
+RETURNS void LANGUAGE sql AS $fn$
+    INSERT INTO __SCHEMA__.waiters AS w (namespace, name, waiter, queued_at, live_until)
+    SELECT p_namespace, p_name, p_waiter, p_now,
+           p_now + greatest(4 * p_retry_ms, 1000) * interval '1 millisecond'
+     WHERE p_waiter IS NOT NULL
+    ON CONFLICT (namespace, name, waiter) DO UPDATE SET live_until = EXCLUDED.live_until
+$fn$;
+
+-- Tells the first live waiter of a lock, if any, that it is free: a notification on
+-- the channel __SCHEMA__ whose payload is the waiter's id (32 hex digits).
+CREATE OR REPLACE FUNCTION __SCHEMA__.wake_v1(p_namespace text, p_name bytea)
+RETURNS void LANGUAGE sql AS $fn$
+    SELECT pg_notify('__SCHEMA__', replace(w.waiter::text, '-', ''))
+      FROM (SELECT waiter FROM __SCHEMA__.waiters
+             WHERE namespace = p_namespace AND name = p_name
+               AND live_until > clock_timestamp()
+             ORDER BY queued_at, waiter
+             LIMIT 1) w
+$fn$;
+
+-- One acquire attempt. Answers (1, token, NULL) granted; (2, NULL, ms) held, and for
+-- how long at most unless renewed (its lock-delay included); (2, NULL, NULL) free but
+-- promised to a waiter that queued first. A waiter is queued (or kept queued) when it
+-- is not granted.
+CREATE OR REPLACE FUNCTION __SCHEMA__.acquire_v1(
+    p_namespace text, p_name bytea, p_bucket smallint, p_owner uuid,
+    p_ttl_ms bigint, p_delay_ms bigint, p_waiter uuid, p_retry_ms bigint,
+    OUT status smallint, OUT fence bigint, OUT left_ms bigint)
+LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_now   timestamptz := clock_timestamp();
+    v_until timestamptz;
+    v_mine  timestamptz;
+BEGIN
+    SELECT l.expires_at + l.lock_delay INTO v_until
+      FROM __SCHEMA__.locks l
+     WHERE l.namespace = p_namespace AND l.name = p_name
+       FOR UPDATE;
+    IF v_until > v_now THEN
+        PERFORM __SCHEMA__.queue_v1(p_namespace, p_name, p_waiter, p_retry_ms, v_now);
+        status := 2;
+        left_ms := ceil(extract(epoch FROM v_until - v_now) * 1000);
+        RETURN;
+    END IF;
+    -- Free: the caller's, unless a live waiter queued before it.
+    SELECT w.queued_at INTO v_mine
+      FROM __SCHEMA__.waiters w
+     WHERE w.namespace = p_namespace AND w.name = p_name AND w.waiter = p_waiter;
+    IF EXISTS (SELECT 1 FROM __SCHEMA__.waiters w
+                WHERE w.namespace = p_namespace AND w.name = p_name
+                  AND w.live_until > v_now
+                  AND w.waiter IS DISTINCT FROM p_waiter
+                  AND (v_mine IS NULL OR (w.queued_at, w.waiter) < (v_mine, p_waiter))) THEN
+        PERFORM __SCHEMA__.queue_v1(p_namespace, p_name, p_waiter, p_retry_ms, v_now);
+        status := 2;
+        RETURN;
+    END IF;
+    INSERT INTO __SCHEMA__.fences AS f (namespace, bucket, last)
+    VALUES (p_namespace, p_bucket, floor(extract(epoch FROM v_now) * 1000000)::bigint)
+    ON CONFLICT (namespace, bucket) DO UPDATE SET last = greatest(f.last + 1, EXCLUDED.last)
+    RETURNING f.last INTO fence;
+    INSERT INTO __SCHEMA__.locks AS l (namespace, name, owner, fence, expires_at, lock_delay)
+    VALUES (p_namespace, p_name, p_owner, fence,
+            v_now + p_ttl_ms * interval '1 millisecond',
+            p_delay_ms * interval '1 millisecond')
+    ON CONFLICT (namespace, name) DO UPDATE
+       SET owner = EXCLUDED.owner, fence = EXCLUDED.fence,
+           expires_at = EXCLUDED.expires_at, lock_delay = EXCLUDED.lock_delay
+     WHERE l.expires_at + l.lock_delay <= v_now;
+    IF NOT FOUND THEN
+        -- Granted to another caller between the read and the write.
+        SELECT l.expires_at + l.lock_delay INTO v_until
+          FROM __SCHEMA__.locks l
+         WHERE l.namespace = p_namespace AND l.name = p_name;
+        PERFORM __SCHEMA__.queue_v1(p_namespace, p_name, p_waiter, p_retry_ms, v_now);
+        status := 2;
+        fence := NULL;
+        left_ms := greatest(ceil(extract(epoch FROM v_until - clock_timestamp()) * 1000), 0);
+        RETURN;
+    END IF;
+    DELETE FROM __SCHEMA__.waiters w
+     WHERE w.namespace = p_namespace AND w.name = p_name
+       AND (w.waiter = p_waiter OR w.live_until <= v_now);
+    status := 1;
+END
+$fn$;
+
+-- Deletes the grant (owner, fence) if it is still there, and wakes the next waiter.
+-- Whether it was there.
+CREATE OR REPLACE FUNCTION __SCHEMA__.release_v1(
+    p_namespace text, p_name bytea, p_owner uuid, p_fence bigint)
+RETURNS boolean LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM __SCHEMA__.locks
+     WHERE namespace = p_namespace AND name = p_name AND owner = p_owner AND fence = p_fence;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM __SCHEMA__.wake_v1(p_namespace, p_name);
+    RETURN true;
+END
+$fn$;
+
+-- Frees a lock by force if `p_holder` holds it or held it and it is in its lock-delay;
+-- wakes the next waiter. Whether it freed anything.
+CREATE OR REPLACE FUNCTION __SCHEMA__.force_release_v1(
+    p_namespace text, p_name bytea, p_holder uuid)
+RETURNS boolean LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_until timestamptz;
+BEGIN
+    DELETE FROM __SCHEMA__.locks
+     WHERE namespace = p_namespace AND name = p_name AND owner = p_holder
+    RETURNING expires_at + lock_delay INTO v_until;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    PERFORM __SCHEMA__.wake_v1(p_namespace, p_name);
+    RETURN v_until > clock_timestamp();
+END
+$fn$;
+
+-- Takes a waiter that gave up out of its queue; if the lock is free, the next waiter
+-- may take it now.
+CREATE OR REPLACE FUNCTION __SCHEMA__.withdraw_v1(
+    p_namespace text, p_name bytea, p_waiter uuid)
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM __SCHEMA__.waiters
+     WHERE namespace = p_namespace AND name = p_name AND waiter = p_waiter;
+    IF FOUND AND NOT EXISTS (
+        SELECT 1 FROM __SCHEMA__.locks
+         WHERE namespace = p_namespace AND name = p_name
+           AND expires_at + lock_delay > clock_timestamp()) THEN
+        PERFORM __SCHEMA__.wake_v1(p_namespace, p_name);
+    END IF;
+END
+$fn$;
+
+-- What a role needs, besides USAGE on the schema: on the three tables SELECT, INSERT,
+-- UPDATE and DELETE, and EXECUTE on the functions (PUBLIC has it unless revoked).

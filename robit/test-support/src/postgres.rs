@@ -1,0 +1,297 @@
+//! A real Postgres for tests: a cluster of the test's own, made by `initdb` in a temp
+//! dir and run by `postgres` on a free loopback port; never the machine's own server.
+//!
+//! The binaries come from `$ROBIT_PG_BINDIR`, or from `pg_config --bindir`, or from
+//! `PATH`. Postgres refuses to run as root: a test run as root runs the server as the
+//! `postgres` user (or `nobody`) instead. The server is killed when the handle drops;
+//! if the test is failing at that moment, its log is printed.
+
+#![allow(clippy::print_stderr)]
+
+use std::os::unix::fs::{PermissionsExt, chown};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+use crate::host::free_port;
+
+/// The superuser of the test's cluster; it trusts every local connection.
+pub const SUPERUSER: &str = "robit";
+
+/// A Postgres server of the test's own; killed on drop, its log printed if the test is
+/// failing.
+#[derive(Debug)]
+pub struct PostgresServer {
+    bindir: PathBuf,
+    dir: TempDir,
+    port: u16,
+    user: Option<(u32, u32)>,
+    child: Option<Child>,
+}
+
+impl PostgresServer {
+    /// A fresh cluster, started, accepting connections.
+    pub fn start() -> Self {
+        let bindir = bindir();
+        let dir = tempfile::tempdir().expect("no temp dir");
+        let user = run_as();
+        if let Some((uid, gid)) = user {
+            chown(dir.path(), Some(uid), Some(gid)).expect("chown the temp dir");
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+                .expect("chmod the temp dir");
+        }
+        let mut server = Self {
+            bindir,
+            dir,
+            port: 0,
+            user,
+            child: None,
+        };
+        server.initdb();
+        for _ in 0..4 {
+            server.port = free_port();
+            server.spawn();
+            if server.wait_ready() {
+                return server;
+            }
+        }
+        panic!("postgres never started:\n{}", server.log());
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(self.bindir.join(program));
+        if let Some((uid, gid)) = self.user {
+            command.uid(uid).gid(gid);
+        }
+        command.stdin(Stdio::null());
+        command
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("postgres.log")
+    }
+
+    fn initdb(&self) {
+        let output = self
+            .command("initdb")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-sync"])
+            .args(["--no-instructions", "--locale=C"])
+            .output()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "could not run initdb from {}: {err}; install the Postgres server \
+                     (Debian: postgresql) or point ROBIT_PG_BINDIR at its binaries",
+                    self.bindir.display()
+                )
+            });
+        assert!(
+            output.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .expect("log file");
+        if let Some((uid, gid)) = self.user {
+            chown(self.log_path(), Some(uid), Some(gid)).expect("chown the log");
+        }
+        let child = self
+            .command("postgres")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-p", &self.port.to_string()])
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("unix_socket_directories={}", self.dir.path().display()))
+            .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
+            .args(["-c", "shared_buffers=32MB", "-c", "max_connections=60"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("could not start postgres");
+        self.child = Some(child);
+    }
+
+    /// Waits until the server accepts connections; false if it exited because its port
+    /// was taken.
+    fn wait_ready(&mut self) -> bool {
+        let give_up = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    self.child = None;
+                    assert!(
+                        self.log().contains("could not bind"),
+                        "postgres exited:\n{}",
+                        self.log()
+                    );
+                    return false;
+                }
+            }
+            let ready = self
+                .command("pg_isready")
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-q"])
+                .status()
+                .is_ok_and(|status| status.success());
+            if ready {
+                return true;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "postgres never accepted connections:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The URL of database `postgres` as the superuser.
+    pub fn url(&self) -> String {
+        self.url_as(SUPERUSER)
+    }
+
+    /// The URL of database `postgres` as `user` (no password: the cluster trusts
+    /// loopback connections).
+    pub fn url_as(&self, user: &str) -> String {
+        format!("postgres://{user}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The server's port, for a proxy in front of it.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Runs `sql` as the superuser with `psql`, and returns what it printed (unaligned,
+    /// tuples only); panics if it fails.
+    pub fn psql(&self, sql: &str) -> String {
+        let output = self
+            .command("psql")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", SUPERUSER, "-d", "postgres", "-X", "-A", "-t", "-q"])
+            .args(["-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("psql");
+        assert!(
+            output.status.success(),
+            "psql failed on {sql:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    }
+
+    /// Kills the server (SIGKILL), as a crash does.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-CONT", &child.id().to_string()])
+                .status();
+            let _ = child.kill();
+            let _ = child.wait();
+            // Its backends outlive the postmaster for a moment; the next start waits
+            // for them (the data directory's lock file).
+        }
+    }
+
+    /// Starts a killed server again on the same port, from its data directory (crash
+    /// recovery replays its WAL), and waits until it accepts connections.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "postgres is running");
+        let give_up = Instant::now() + Duration::from_secs(30);
+        loop {
+            self.spawn();
+            if self.wait_ready() {
+                return;
+            }
+            assert!(Instant::now() < give_up, "postgres never came back:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Freezes the server (SIGSTOP on the postmaster and every backend).
+    pub fn pause(&self) {
+        self.signal_all("-STOP");
+    }
+
+    /// Thaws a paused server.
+    pub fn resume(&self) {
+        self.signal_all("-CONT");
+    }
+
+    fn signal_all(&self, signal: &str) {
+        let Some(child) = &self.child else { return };
+        let pid = child.id().to_string();
+        let _ = Command::new("pkill").args([signal, "-P", &pid]).status();
+        let _ = Command::new("kill").args([signal, &pid]).status();
+    }
+
+    /// What the server wrote to its log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log_path()).unwrap_or_default()
+    }
+
+    /// The data directory, for a test that reads or writes the server's files.
+    pub fn data_dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!("--- postgres log (port {}) ---\n{}", self.port, self.log());
+        }
+    }
+}
+
+/// Where the Postgres binaries are.
+fn bindir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("ROBIT_PG_BINDIR") {
+        return PathBuf::from(dir);
+    }
+    let from_pg_config = Command::new("pg_config")
+        .arg("--bindir")
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
+    match from_pg_config {
+        Some(dir) if dir.join("initdb").exists() => dir,
+        _ => PathBuf::new(),
+    }
+}
+
+/// The user and group to run the server as: none unless the tests run as root, which
+/// Postgres refuses; then `postgres`, or `nobody`.
+fn run_as() -> Option<(u32, u32)> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .ok()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_owned());
+    if uid.as_deref() != Some("0") {
+        return None;
+    }
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    ["postgres", "nobody"].iter().find_map(|name| {
+        let line = passwd
+            .lines()
+            .find(|line| line.starts_with(&format!("{name}:")))?;
+        let fields: Vec<&str> = line.split(':').collect();
+        Some((fields.get(2)?.parse().ok()?, fields.get(3)?.parse().ok()?))
+    })
+}

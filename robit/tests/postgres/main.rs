@@ -1,0 +1,13 @@
+//! The Postgres driver's integration tests (`--features postgres`), against a real
+//! Postgres of the test's own, made by `initdb` on a free port. One test binary, one
+//! module per area.
+
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
+mod driver;
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
+mod schema;
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
+mod waiting;

@@ -1,0 +1,90 @@
+//! The schema: created on first use when the role may, refused with a clear error when
+//! it may not, and every missing privilege named at `ping()`.
+
+use std::time::Duration;
+
+use robit::driver::{Acquire, DriverError};
+use robit::postgres::PostgresDriver;
+use robit::{Driver, Mutex};
+use robit_test_support::postgres::PostgresServer;
+
+use super::driver::{driver, granted, request};
+
+fn rejected_with(result: Result<(), DriverError>, words: &[&str]) {
+    let err = result.expect_err("an error");
+    assert!(!err.is_transient(), "{err}");
+    let said = err.to_string();
+    for word in words {
+        assert!(said.contains(word), "{word:?} is missing from: {said}");
+    }
+}
+
+#[tokio::test]
+async fn the_first_ping_creates_the_tables_once_however_many_drivers_start_together() {
+    let server = PostgresServer::start();
+    let drivers: Vec<PostgresDriver> = (0..4).map(|_| driver(&server)).collect();
+    let pings = drivers.iter().map(PostgresDriver::ping);
+    for ping in futures_util::future::join_all(pings).await {
+        ping.unwrap();
+    }
+    assert_eq!(
+        server.psql(
+            "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables \
+             WHERE schemaname = 'robit'"
+        ),
+        "fences,locks,waiters"
+    );
+    let mutex = Mutex::builder("job", drivers[0].clone()).build().unwrap();
+    mutex.lock().await.unwrap().unlock().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_driver_told_not_to_create_the_schema_names_what_is_missing() {
+    let server = PostgresServer::start();
+    let driver = PostgresDriver::builder(server.url())
+        .create_schema(false)
+        .build()
+        .unwrap();
+    rejected_with(driver.ping().await, &["missing from schema robit", "docs/postgres.md"]);
+    let tried = driver.acquire(&request("job", 1, Duration::from_secs(5))).await;
+    assert!(matches!(tried, Err(DriverError::Rejected { .. })), "{tried:?}");
+}
+
+#[tokio::test]
+async fn a_role_that_may_not_create_the_schema_is_told_to_have_an_owner_run_it() {
+    let server = PostgresServer::start();
+    server.psql("CREATE ROLE app LOGIN; REVOKE CREATE ON DATABASE postgres FROM PUBLIC");
+    let app = PostgresDriver::builder(server.url_as("app")).build().unwrap();
+    rejected_with(app.ping().await, &["could not be created", "have an owner run"]);
+}
+
+#[tokio::test]
+async fn ping_names_every_privilege_the_role_lacks_and_passes_once_granted() {
+    let server = PostgresServer::start();
+    driver(&server).ping().await.unwrap();
+    server.psql("CREATE ROLE app LOGIN");
+    let app = PostgresDriver::builder(server.url_as("app")).build().unwrap();
+    rejected_with(
+        app.ping().await,
+        &["USAGE on schema robit", "SELECT on robit.locks", "DELETE on robit.waiters"],
+    );
+    server.psql("GRANT USAGE ON SCHEMA robit TO app");
+    server.psql("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA robit TO app");
+    rejected_with(app.ping().await, &["DELETE on robit.locks"]);
+    server.psql("GRANT DELETE ON ALL TABLES IN SCHEMA robit TO app");
+    app.ping().await.unwrap();
+    let lease = granted(&app, &request("job", 1, Duration::from_secs(5))).await;
+    lease.release().await.unwrap();
+    assert!(matches!(
+        app.acquire(&request("job", 2, Duration::from_secs(5))).await.unwrap(),
+        Acquire::Granted(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_wrong_password_or_database_is_refused_for_good() {
+    let server = PostgresServer::start();
+    let url = server.url().replace("/postgres", "/nowhere");
+    let nowhere = PostgresDriver::builder(url).build().unwrap();
+    rejected_with(nowhere.ping().await, &["check the database name"]);
+}

@@ -1,0 +1,91 @@
+//! Waiters: served first come, first served, woken by the release's notification, and
+//! a waiter that gave up or went silent takes nobody's turn.
+
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+
+use robit::driver::{Acquire, AcquireRequest, LockName, Waiter};
+use robit::{Backoff, Driver, Mutex, Wait};
+use robit_test_support::postgres::PostgresServer;
+use tokio::time::Instant;
+
+use super::driver::{driver, granted, held, request};
+
+/// A waiting attempt of waiter `id` for "job", polling every 100 ms.
+fn waiting(owner: u128, id: u128) -> AcquireRequest {
+    request("job", owner, Duration::from_secs(30))
+        .with_waiter(Waiter::new(id, Duration::from_millis(100)))
+}
+
+#[tokio::test]
+async fn a_freed_lock_goes_to_the_first_waiter_still_asking_not_to_a_newcomer() {
+    let server = PostgresServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("job", 1, Duration::from_secs(30))).await;
+    held(&driver, &waiting(2, 0xa)).await;
+    held(&driver, &waiting(3, 0xb)).await;
+    holder.release().await.unwrap();
+    // Free, but promised: neither a single try nor the second waiter takes it.
+    assert_eq!(held(&driver, &request("job", 4, Duration::from_secs(30))).await, None);
+    assert_eq!(held(&driver, &waiting(5, 0xb)).await, None);
+    let first = granted(&driver, &waiting(6, 0xa)).await;
+    first.release().await.unwrap();
+    // A waiter that gave up is out of the queue.
+    driver.withdraw(&waiting(7, 0xb)).await.unwrap();
+    granted(&driver, &request("job", 8, Duration::from_secs(30))).await;
+}
+
+#[tokio::test]
+async fn a_waiter_that_stopped_asking_is_passed_over() {
+    let server = PostgresServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("job", 1, Duration::from_secs(30))).await;
+    held(&driver, &waiting(2, 0xa)).await;
+    // The waiter went silent long ago (it asks every 100 ms; its entry lives a second).
+    server.psql("UPDATE robit.waiters SET live_until = clock_timestamp() - interval '1 ms'");
+    holder.release().await.unwrap();
+    granted(&driver, &request("job", 3, Duration::from_secs(30))).await;
+    // The grant swept the silent entry away.
+    assert_eq!(server.psql("SELECT count(*) FROM robit.waiters"), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_are_granted_in_the_order_they_came_each_woken_by_the_release() {
+    let server = PostgresServer::start();
+    let driver = driver(&server);
+    // Polls a minute apart: only a notification wakes a waiter within the test.
+    let backoff = Backoff::new(Duration::from_secs(60), Duration::from_secs(60));
+    let mutex = || {
+        Mutex::builder("job", driver.clone())
+            .backoff(backoff)
+            .build()
+            .unwrap()
+    };
+    let holder = mutex().lock().await.unwrap();
+    let order = Arc::new(StdMutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for who in 0..3 {
+        let (mutex, order) = (mutex(), Arc::clone(&order));
+        tasks.push(tokio::spawn(async move {
+            let guard = mutex.lock_with(Wait::Timeout(Duration::from_secs(30))).await.unwrap();
+            order.lock().unwrap().push(who);
+            guard.unlock().await.unwrap();
+        }));
+        // Each queued before the next starts.
+        let name = LockName::from("job");
+        while driver.inspect(&name).await.unwrap().waiters < who + 1 {
+            tokio::task::yield_now().await;
+        }
+    }
+    let released = Instant::now();
+    holder.unlock().await.unwrap();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), [0, 1, 2]);
+    assert!(
+        released.elapsed() < Duration::from_secs(30),
+        "the waiters were not woken: {:?}",
+        released.elapsed()
+    );
+}
