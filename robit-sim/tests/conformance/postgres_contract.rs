@@ -14,7 +14,11 @@ async fn robit_s_postgres_driver_keeps_the_contract_against_a_real_server() {
     let options =
         ContractOptions::new(Duration::from_millis(400)).slack(Duration::from_millis(100));
     let report = check_contract(
-        || PostgresDriver::builder(&url).build().expect("the driver builds"),
+        || {
+            PostgresDriver::builder(&url)
+                .build()
+                .expect("the driver builds")
+        },
         &options,
     )
     .await;

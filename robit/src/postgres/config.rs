@@ -264,10 +264,11 @@ fn own_pool(settings: &Settings) -> PgPoolOptions {
 
 /// `url` parsed, with a clear error for what cannot work.
 pub(super) fn connect_options(url: &str) -> Result<PgConnectOptions, PostgresConfigError> {
-    let options = PgConnectOptions::from_str(url).map_err(|err| PostgresConfigError::InvalidUrl {
-        url: hide_password(url),
-        reason: err.to_string(),
-    })?;
+    let options =
+        PgConnectOptions::from_str(url).map_err(|err| PostgresConfigError::InvalidUrl {
+            url: hide_password(url),
+            reason: err.to_string(),
+        })?;
     if !cfg!(feature = "postgres-tls") {
         if let Some(mode) = required_tls(url) {
             return Err(PostgresConfigError::TlsNotCompiled { mode });
@@ -366,14 +367,24 @@ mod tests {
             .build()
             .unwrap_err();
         let said = err.to_string();
-        assert!(matches!(err, PostgresConfigError::InvalidUrl { .. }), "{said}");
+        assert!(
+            matches!(err, PostgresConfigError::InvalidUrl { .. }),
+            "{said}"
+        );
         assert!(!said.contains("hunter2"), "{said}");
         assert!(said.contains("app:<hidden>@localhost"), "{said}");
     }
 
     #[test]
     fn a_schema_must_be_a_plain_identifier() {
-        for bad in ["", "Robit", "1robit", "robit; drop table x", "a-b", &"x".repeat(64)] {
+        for bad in [
+            "",
+            "Robit",
+            "1robit",
+            "robit; drop table x",
+            "a-b",
+            &"x".repeat(64),
+        ] {
             assert!(
                 matches!(
                     builder().schema(bad).build(),
@@ -409,7 +420,8 @@ mod tests {
 
     #[test]
     fn tls_without_the_feature_is_refused_by_name() {
-        let built = PostgresDriver::builder("postgres://db.internal/app?sslmode=verify-full").build();
+        let built =
+            PostgresDriver::builder("postgres://db.internal/app?sslmode=verify-full").build();
         if cfg!(feature = "postgres-tls") {
             assert!(built.is_ok());
         } else {
@@ -432,10 +444,19 @@ mod tests {
             .build()
             .unwrap();
         let printed = format!("{driver:?}");
-        assert!(!printed.contains("hunter2") && !printed.contains("hunter3"), "{printed}");
-        assert!(printed.contains("app:<hidden>@db.internal:5432/app"), "{printed}");
+        assert!(
+            !printed.contains("hunter2") && !printed.contains("hunter3"),
+            "{printed}"
+        );
+        assert!(
+            printed.contains("app:<hidden>@db.internal:5432/app"),
+            "{printed}"
+        );
         assert_eq!(hide_password("postgres://db/app"), "postgres://db/app");
-        assert_eq!(hide_password("postgres://app@db/app"), "postgres://app@db/app");
+        assert_eq!(
+            hide_password("postgres://app@db/app"),
+            "postgres://app@db/app"
+        );
         assert_eq!(
             hide_password("postgres://db/app?user=app&password=hunter2&sslmode=prefer"),
             "postgres://db/app?user=app&password=<hidden>&sslmode=prefer"

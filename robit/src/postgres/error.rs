@@ -114,15 +114,15 @@ mod tests {
 
     #[test]
     fn a_bad_url_or_a_row_of_the_wrong_shape_is_permanent_and_says_what_to_do() {
-        let (err, advice) = (
-            Error::Configuration("bad sslmode".into()),
-            "check the URL",
-        );
+        let (err, advice) = (Error::Configuration("bad sslmode".into()), "check the URL");
         let said = classify("renewing a Postgres lock", "robit", err).to_string();
         assert!(said.contains(advice), "{said}");
         let err = Error::ColumnNotFound("status".to_owned());
         let classified = classify("acquiring a Postgres lock", "locks", err);
         assert!(!classified.is_transient());
-        assert!(classified.to_string().contains("schema locks"), "{classified}");
+        assert!(
+            classified.to_string().contains("schema locks"),
+            "{classified}"
+        );
     }
 }

@@ -58,7 +58,10 @@ pub(super) async fn force_release(
         .bind(name.as_bytes())
         .bind(uuid_text(holder.as_u128()));
     shared
-        .call("releasing a Postgres lock by force", query.fetch_one(&shared.pool))
+        .call(
+            "releasing a Postgres lock by force",
+            query.fetch_one(&shared.pool),
+        )
         .await
 }
 

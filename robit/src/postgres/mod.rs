@@ -48,6 +48,7 @@
 mod acquire;
 mod config;
 mod error;
+mod guarded;
 mod inspect;
 mod lease;
 mod statements;
@@ -61,11 +62,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::PgPool;
 
-use self::config::{Settings, Source};
 pub use self::config::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_NAMESPACE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SCHEMA,
     PostgresConfigError, PostgresDriverBuilder,
 };
+use self::config::{Settings, Source};
+pub use self::guarded::{GuardedError, GuardedTransaction};
 use self::statements::Statements;
 use self::watch::Listener;
 use crate::driver::{
@@ -148,8 +150,8 @@ impl Shared {
     }
 
     async fn is_installed(&self) -> Result<bool, DriverError> {
-        let query = sqlx::query_scalar::<_, bool>(&self.statements.installed)
-            .persistent(self.persistent());
+        let query =
+            sqlx::query_scalar::<_, bool>(&self.statements.installed).persistent(self.persistent());
         self.bounded("checking robit's schema", query.fetch_one(&self.pool))
             .await
     }

@@ -43,8 +43,9 @@ pub(super) struct Statements {
     /// `$1` namespace, `$2` name: the holder, its fence, ms left of its lease and of its
     /// lock-delay, and how many live waiters.
     pub(super) inspect: String,
-    /// `$1` namespace, `$2` name, `$3` fence: a row, share-locked, if that grant is still
-    /// live.
+    /// `$1` namespace, `$2` name, `$3` fence, `$4` ms: a row, share-locked, if that
+    /// grant is still live; the session then ends if it idles in its transaction for
+    /// `$4` ms.
     pub(super) guard: String,
 }
 
@@ -84,8 +85,9 @@ impl Statements {
                  LEFT JOIN {s}.locks l ON l.namespace = $1 AND l.name = $2"
             ),
             guard: format!(
-                "SELECT 1 FROM {s}.locks WHERE namespace = $1 AND name = $2 AND fence = $3 \
-                 AND expires_at > clock_timestamp() FOR SHARE"
+                "SELECT set_config('idle_in_transaction_session_timeout', $4, true) FROM \
+                 {s}.locks WHERE namespace = $1 AND name = $2 AND fence = $3 AND expires_at > \
+                 clock_timestamp() FOR SHARE"
             ),
         }
     }
@@ -133,7 +135,11 @@ mod tests {
     fn every_statement_names_the_schema_and_no_placeholder_is_left() {
         let statements = Statements::new("locks_2");
         assert!(!statements.create.contains("__SCHEMA__"));
-        assert!(statements.create.contains("CREATE TABLE IF NOT EXISTS locks_2.locks"));
+        assert!(
+            statements
+                .create
+                .contains("CREATE TABLE IF NOT EXISTS locks_2.locks")
+        );
         for statement in [
             &statements.installed,
             &statements.missing,
@@ -157,7 +163,10 @@ mod tests {
             .rfind("CREATE OR REPLACE FUNCTION __SCHEMA__.")
             .expect("a function");
         let name = FUNCTIONS[0].split('(').next().unwrap();
-        assert!(create[last..].contains(name), "{name} is not the last function");
+        assert!(
+            create[last..].contains(name),
+            "{name} is not the last function"
+        );
         for function in FUNCTIONS {
             let name = function.split('(').next().unwrap();
             assert!(

@@ -88,16 +88,17 @@ pub(super) fn watch_release(shared: &Arc<Shared>, request: &AcquireRequest) -> R
         return ReleaseWatch::never();
     };
     {
-        let mut task = listener
-            .task
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut task = listener.task.lock().unwrap_or_else(PoisonError::into_inner);
         if task.as_ref().is_none_or(AbortHandle::is_finished) {
             let (registry, channel) = (
                 Arc::clone(&listener.registry),
                 shared.settings.schema.clone(),
             );
-            *task = Some(runtime.spawn(listen(pool, channel, registry)).abort_handle());
+            *task = Some(
+                runtime
+                    .spawn(listen(pool, channel, registry))
+                    .abort_handle(),
+            );
         }
     }
     listener.registry.watch(waiter.id)

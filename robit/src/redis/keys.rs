@@ -123,5 +123,4 @@ mod tests {
             .unwrap();
         assert!(!acked.inner.settings.grants_to_waiters(false));
     }
-
 }

@@ -116,7 +116,10 @@ impl PostgresServer {
             .args(["-p", &self.port.to_string()])
             .args(["-c", "listen_addresses=127.0.0.1"])
             .arg("-c")
-            .arg(format!("unix_socket_directories={}", self.dir.path().display()))
+            .arg(format!(
+                "unix_socket_directories={}",
+                self.dir.path().display()
+            ))
             .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
             .args(["-c", "shared_buffers=32MB", "-c", "max_connections=60"])
             .stdout(Stdio::null())
@@ -216,7 +219,11 @@ impl PostgresServer {
             if self.wait_ready() {
                 return;
             }
-            assert!(Instant::now() < give_up, "postgres never came back:\n{}", self.log());
+            assert!(
+                Instant::now() < give_up,
+                "postgres never came back:\n{}",
+                self.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }

@@ -58,7 +58,10 @@ async fn a_lock_is_one_row_while_held_and_none_once_released() {
     let lease = granted(&driver, &request("job", 1, ttl)).await;
     assert_eq!(server.psql("SELECT count(*) FROM robit.locks"), "1");
     let left = held(&driver, &request("job", 2, ttl)).await.unwrap();
-    assert!(left > ttl - Duration::from_secs(5) && left <= ttl, "{left:?}");
+    assert!(
+        left > ttl - Duration::from_secs(5) && left <= ttl,
+        "{left:?}"
+    );
     assert_eq!(lease.renew(ttl).await.unwrap(), Renewal::Renewed);
     lease.release().await.unwrap();
     assert_eq!(server.psql("SELECT count(*) FROM robit.locks"), "0");
@@ -147,7 +150,10 @@ async fn a_lock_delay_refuses_everyone_after_an_expiry_but_not_after_a_release()
     let lease = granted(&driver, &with_delay(1)).await;
     expire(&server, "job");
     let left = held(&driver, &request("job", 2, ttl)).await.unwrap();
-    assert!(left > delay - Duration::from_secs(5) && left <= delay, "{left:?}");
+    assert!(
+        left > delay - Duration::from_secs(5) && left <= delay,
+        "{left:?}"
+    );
     assert_eq!(lease.renew(ttl).await.unwrap(), Renewal::Lost);
     let inspection = driver.inspect(&LockName::from("job")).await.unwrap();
     assert_eq!(inspection.state, LockState::LockDelay);
@@ -171,10 +177,18 @@ async fn inspect_shows_the_holder_and_a_force_release_frees_only_the_holder_name
     assert_eq!(inspection.holder, Some(OwnerToken::from_u128(0xabc)));
     assert_eq!(inspection.fence, Some(lease.fence()));
     let left = inspection.expires_in.unwrap();
-    assert!(left > ttl - Duration::from_secs(5) && left <= ttl, "{left:?}");
+    assert!(
+        left > ttl - Duration::from_secs(5) && left <= ttl,
+        "{left:?}"
+    );
     let other = OwnerToken::from_u128(0xdef);
     assert!(!driver.force_release(&name, other).await.unwrap());
-    assert!(driver.force_release(&name, OwnerToken::from_u128(0xabc)).await.unwrap());
+    assert!(
+        driver
+            .force_release(&name, OwnerToken::from_u128(0xabc))
+            .await
+            .unwrap()
+    );
     assert_eq!(driver.inspect(&name).await.unwrap().state, LockState::Free);
     assert_eq!(lease.renew(ttl).await.unwrap(), Renewal::Lost);
 }
@@ -200,5 +214,8 @@ async fn names_of_any_bytes_and_namespaces_of_their_own_do_not_meet() {
     granted(&reports, &odd).await;
     let mut again = odd.clone();
     again.owner = OwnerToken::from_u128(2);
-    assert!(matches!(billing.acquire(&again).await.unwrap(), Acquire::Held { .. }));
+    assert!(matches!(
+        billing.acquire(&again).await.unwrap(),
+        Acquire::Held { .. }
+    ));
 }

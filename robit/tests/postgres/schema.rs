@@ -45,17 +45,30 @@ async fn a_driver_told_not_to_create_the_schema_names_what_is_missing() {
         .create_schema(false)
         .build()
         .unwrap();
-    rejected_with(driver.ping().await, &["missing from schema robit", "docs/postgres.md"]);
-    let tried = driver.acquire(&request("job", 1, Duration::from_secs(5))).await;
-    assert!(matches!(tried, Err(DriverError::Rejected { .. })), "{tried:?}");
+    rejected_with(
+        driver.ping().await,
+        &["missing from schema robit", "docs/postgres.md"],
+    );
+    let tried = driver
+        .acquire(&request("job", 1, Duration::from_secs(5)))
+        .await;
+    assert!(
+        matches!(tried, Err(DriverError::Rejected { .. })),
+        "{tried:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_role_that_may_not_create_the_schema_is_told_to_have_an_owner_run_it() {
     let server = PostgresServer::start();
     server.psql("CREATE ROLE app LOGIN; REVOKE CREATE ON DATABASE postgres FROM PUBLIC");
-    let app = PostgresDriver::builder(server.url_as("app")).build().unwrap();
-    rejected_with(app.ping().await, &["could not be created", "have an owner run"]);
+    let app = PostgresDriver::builder(server.url_as("app"))
+        .build()
+        .unwrap();
+    rejected_with(
+        app.ping().await,
+        &["could not be created", "have an owner run"],
+    );
 }
 
 #[tokio::test]
@@ -63,10 +76,16 @@ async fn ping_names_every_privilege_the_role_lacks_and_passes_once_granted() {
     let server = PostgresServer::start();
     driver(&server).ping().await.unwrap();
     server.psql("CREATE ROLE app LOGIN");
-    let app = PostgresDriver::builder(server.url_as("app")).build().unwrap();
+    let app = PostgresDriver::builder(server.url_as("app"))
+        .build()
+        .unwrap();
     rejected_with(
         app.ping().await,
-        &["USAGE on schema robit", "SELECT on robit.locks", "DELETE on robit.waiters"],
+        &[
+            "USAGE on schema robit",
+            "SELECT on robit.locks",
+            "DELETE on robit.waiters",
+        ],
     );
     server.psql("GRANT USAGE ON SCHEMA robit TO app");
     server.psql("GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA robit TO app");
@@ -76,7 +95,9 @@ async fn ping_names_every_privilege_the_role_lacks_and_passes_once_granted() {
     let lease = granted(&app, &request("job", 1, Duration::from_secs(5))).await;
     lease.release().await.unwrap();
     assert!(matches!(
-        app.acquire(&request("job", 2, Duration::from_secs(5))).await.unwrap(),
+        app.acquire(&request("job", 2, Duration::from_secs(5)))
+            .await
+            .unwrap(),
         Acquire::Granted(_)
     ));
 }

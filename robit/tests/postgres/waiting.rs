@@ -26,7 +26,10 @@ async fn a_freed_lock_goes_to_the_first_waiter_still_asking_not_to_a_newcomer() 
     held(&driver, &waiting(3, 0xb)).await;
     holder.release().await.unwrap();
     // Free, but promised: neither a single try nor the second waiter takes it.
-    assert_eq!(held(&driver, &request("job", 4, Duration::from_secs(30))).await, None);
+    assert_eq!(
+        held(&driver, &request("job", 4, Duration::from_secs(30))).await,
+        None
+    );
     assert_eq!(held(&driver, &waiting(5, 0xb)).await, None);
     let first = granted(&driver, &waiting(6, 0xa)).await;
     first.release().await.unwrap();
@@ -67,7 +70,10 @@ async fn waiters_are_granted_in_the_order_they_came_each_woken_by_the_release() 
     for who in 0..3 {
         let (mutex, order) = (mutex(), Arc::clone(&order));
         tasks.push(tokio::spawn(async move {
-            let guard = mutex.lock_with(Wait::Timeout(Duration::from_secs(30))).await.unwrap();
+            let guard = mutex
+                .lock_with(Wait::Timeout(Duration::from_secs(30)))
+                .await
+                .unwrap();
             order.lock().unwrap().push(who);
             guard.unlock().await.unwrap();
         }));
