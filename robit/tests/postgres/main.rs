@@ -7,6 +7,9 @@
 mod driver;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
+mod faults;
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
 mod guarded;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
