@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::call::{Arg, column};
 use super::lease::PostgresLease;
-use super::{Shared, millis, uuid_text};
+use super::{Shared, millis};
 use crate::driver::{Acquire, AcquireRequest, DriverError, FenceToken, bucket};
 
 /// `acquire_v1`'s answer for a grant.
@@ -16,25 +17,30 @@ pub(super) async fn acquire(
     shared: &Arc<Shared>,
     request: &AcquireRequest,
 ) -> Result<Acquire, DriverError> {
+    let what = "acquiring a Postgres lock";
     let name = request.name.as_bytes();
     let bucket = i16::try_from(bucket(name)).unwrap_or_default();
-    let waiter = request.waiter.map(|waiter| uuid_text(waiter.id));
     let retry = request
         .waiter
         .map_or(0, |waiter| millis(waiter.retry_within));
-    let query = sqlx::query_as::<_, (i16, Option<i64>, Option<i64>)>(&shared.statements.acquire)
-        .persistent(shared.persistent())
-        .bind(shared.namespace())
-        .bind(name)
-        .bind(bucket)
-        .bind(uuid_text(request.owner.as_u128()))
-        .bind(millis(request.ttl))
-        .bind(millis(request.lock_delay))
-        .bind(waiter)
-        .bind(retry);
-    let answer = shared
-        .call("acquiring a Postgres lock", query.fetch_one(&shared.pool))
+    let args = [
+        Arg::Text(shared.namespace()),
+        Arg::Bytes(name),
+        Arg::SmallInt(bucket),
+        Arg::Uuid(Some(request.owner.as_u128())),
+        Arg::Int(millis(request.ttl)),
+        Arg::Int(millis(request.lock_delay)),
+        Arg::Uuid(request.waiter.map(|waiter| waiter.id)),
+        Arg::Int(retry),
+    ];
+    let row = shared
+        .fetch_one(what, &shared.statements.acquire, &args)
         .await?;
+    let answer = (
+        column(shared, what, &row, 0)?,
+        column(shared, what, &row, 1)?,
+        column(shared, what, &row, 2)?,
+    );
     answered(shared, request, answer)
 }
 

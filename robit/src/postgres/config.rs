@@ -57,9 +57,12 @@ pub enum PostgresConfigError {
         /// The rejected schema.
         schema: String,
     },
-    /// The namespace is empty.
-    #[error("the Postgres namespace must not be empty")]
-    EmptyNamespace,
+    /// The namespace is empty or holds a NUL character, which Postgres text cannot.
+    #[error("the Postgres namespace {namespace:?} must be non-empty and hold no NUL character")]
+    InvalidNamespace {
+        /// The rejected namespace.
+        namespace: String,
+    },
     /// A timeout of zero, which would fail every statement.
     #[error("the Postgres {what} must be longer than zero (got {})", Millis(*.timeout))]
     ZeroTimeout {
@@ -193,9 +196,11 @@ impl PostgresDriverBuilder {
 
     /// Says that the connections go through a pooler in transaction mode (pgbouncer's
     /// `pool_mode = transaction`, say): statements are sent unnamed, since the next one
-    /// may land on another server connection, and waiters poll instead of listening for
-    /// releases, since a notification cannot find its way back through such a pooler —
-    /// unless [`listen_url`](Self::listen_url) names a direct connection for it.
+    /// may land on another server connection; the driver's own connections send no
+    /// startup parameter a pooler may refuse (`extra_float_digits`); and waiters poll
+    /// instead of listening for releases, since a notification cannot find its way back
+    /// through such a pooler — unless [`listen_url`](Self::listen_url) names a direct
+    /// connection for it.
     pub fn transaction_pooler(mut self, behind: bool) -> Self {
         self.settings.transaction_pooler = behind;
         self
@@ -229,7 +234,12 @@ impl PostgresDriverBuilder {
         let pool = match &settings.source {
             Source::Pool(pool) => pool.clone(),
             Source::Url(url) => {
-                let options = connect_options(url)?;
+                let mut options = connect_options(url)?;
+                if settings.transaction_pooler {
+                    // pgbouncer refuses a startup parameter it does not know unless told
+                    // to ignore it; robit reads no floats.
+                    options = options.extra_float_digits(None);
+                }
                 own_pool(&settings).connect_lazy_with(options)
             }
         };
@@ -338,8 +348,10 @@ fn validate(settings: &Settings) -> Result<(), PostgresConfigError> {
             schema: schema.clone(),
         });
     }
-    if settings.namespace.is_empty() {
-        return Err(PostgresConfigError::EmptyNamespace);
+    if settings.namespace.is_empty() || settings.namespace.contains('\0') {
+        return Err(PostgresConfigError::InvalidNamespace {
+            namespace: settings.namespace.clone(),
+        });
     }
     if settings.request_timeout.is_zero() {
         return Err(PostgresConfigError::ZeroTimeout {
@@ -399,11 +411,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_empty_namespace_a_zero_timeout_or_no_connections_is_refused() {
-        assert!(matches!(
-            builder().namespace("").build(),
-            Err(PostgresConfigError::EmptyNamespace)
-        ));
+    async fn a_bad_namespace_a_zero_timeout_or_no_connections_is_refused() {
+        for bad in ["", "a\0b"] {
+            assert!(matches!(
+                builder().namespace(bad).build(),
+                Err(PostgresConfigError::InvalidNamespace { .. })
+            ));
+        }
         assert!(matches!(
             builder().request_timeout(Duration::ZERO).build(),
             Err(PostgresConfigError::ZeroTimeout { .. })

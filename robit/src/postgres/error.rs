@@ -52,6 +52,14 @@ pub(super) fn classify(what: &'static str, schema: &str, err: Error) -> DriverEr
         "28P01" | "28000" => permanent("check the user and password".to_owned(), err),
         // invalid_catalog_name: the database does not exist
         "3D000" => permanent("check the database name in the URL".to_owned(), err),
+        // protocol_violation: a pooler that refuses a startup parameter, for one
+        "08P01" => permanent(
+            "a pooler in between may refuse sqlx's startup parameters: build the driver with \
+             transaction_pooler(true), or set pgbouncer's ignore_startup_parameters = \
+             extra_float_digits"
+                .to_owned(),
+            err,
+        ),
         // read_only_sql_transaction: a standby, or a primary being demoted
         "25006" => DriverError::unavailable(Explained {
             what: "the server is read-only (a standby?); robit needs the primary",

@@ -145,8 +145,10 @@ impl GuardedTransaction {
         let shared = &self.shared;
         let bound = super::millis(shared.settings.request_timeout).to_string();
         let fence = i64::try_from(self.fence.get()).unwrap_or(i64::MAX);
+        // Unnamed: a statement kept on this connection may be missing from the server
+        // connection a pooler gives the next transaction.
         let held = sqlx::query_scalar::<_, String>(&shared.statements.guard)
-            .persistent(shared.persistent())
+            .persistent(!shared.settings.transaction_pooler)
             .bind(shared.namespace())
             .bind(self.name.as_bytes())
             .bind(fence)

@@ -2,7 +2,8 @@
 
 use std::time::Duration;
 
-use super::{Shared, uuid_text};
+use super::Shared;
+use super::call::{Arg, column};
 use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, OwnerToken};
 
 /// The row `inspect` reads: the holder (32 hex digits), its token, ms left of its lease
@@ -10,14 +11,18 @@ use crate::driver::{DriverError, FenceToken, Inspection, LockName, LockState, Ow
 type Row = (Option<String>, Option<i64>, Option<i64>, Option<i64>, i64);
 
 pub(super) async fn inspect(shared: &Shared, name: &LockName) -> Result<Inspection, DriverError> {
-    let query = sqlx::query_as::<_, Row>(&shared.statements.inspect)
-        .persistent(shared.persistent())
-        .bind(shared.namespace())
-        .bind(name.as_bytes());
+    let what = "inspecting a Postgres lock";
+    let args = [Arg::Text(shared.namespace()), Arg::Bytes(name.as_bytes())];
     let row = shared
-        .call("inspecting a Postgres lock", query.fetch_one(&shared.pool))
+        .fetch_one(what, &shared.statements.inspect, &args)
         .await?;
-    Ok(inspection(row))
+    Ok(inspection((
+        column(shared, what, &row, 0)?,
+        column(shared, what, &row, 1)?,
+        column(shared, what, &row, 2)?,
+        column(shared, what, &row, 3)?,
+        column(shared, what, &row, 4)?,
+    )))
 }
 
 fn inspection((holder, fence, left, delay_left, waiters): Row) -> Inspection {
@@ -52,17 +57,16 @@ pub(super) async fn force_release(
     name: &LockName,
     holder: OwnerToken,
 ) -> Result<bool, DriverError> {
-    let query = sqlx::query_scalar::<_, bool>(&shared.statements.force_release)
-        .persistent(shared.persistent())
-        .bind(shared.namespace())
-        .bind(name.as_bytes())
-        .bind(uuid_text(holder.as_u128()));
-    shared
-        .call(
-            "releasing a Postgres lock by force",
-            query.fetch_one(&shared.pool),
-        )
-        .await
+    let what = "releasing a Postgres lock by force";
+    let args = [
+        Arg::Text(shared.namespace()),
+        Arg::Bytes(name.as_bytes()),
+        Arg::Uuid(Some(holder.as_u128())),
+    ];
+    let row = shared
+        .fetch_one(what, &shared.statements.force_release, &args)
+        .await?;
+    column(shared, what, &row, 0)
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Shared, millis, uuid_text};
+use super::call::Arg;
+use super::{Shared, millis};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
 
 /// One grant: the row of `name` while it holds `owner` and `fence`.
@@ -42,17 +43,17 @@ impl Lease for PostgresLease {
     /// this grant's and live.
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let shared = &self.shared;
-        let query = sqlx::query(&shared.statements.renew)
-            .persistent(shared.persistent())
-            .bind(shared.namespace())
-            .bind(self.name.as_bytes())
-            .bind(uuid_text(self.owner.as_u128()))
-            .bind(self.fence_value())
-            .bind(millis(ttl));
-        let done = shared
-            .call("renewing a Postgres lock", query.execute(&shared.pool))
+        let args = [
+            Arg::Text(shared.namespace()),
+            Arg::Bytes(self.name.as_bytes()),
+            Arg::Uuid(Some(self.owner.as_u128())),
+            Arg::Int(self.fence_value()),
+            Arg::Int(millis(ttl)),
+        ];
+        let changed = shared
+            .execute("renewing a Postgres lock", &shared.statements.renew, &args)
             .await?;
-        Ok(if done.rows_affected() == 1 {
+        Ok(if changed == 1 {
             Renewal::Renewed
         } else {
             Renewal::Lost
@@ -62,14 +63,18 @@ impl Lease for PostgresLease {
     /// Deletes the row if it is still this grant's; the first waiter is told.
     async fn release(&self) -> Result<(), DriverError> {
         let shared = &self.shared;
-        let query = sqlx::query(&shared.statements.release)
-            .persistent(shared.persistent())
-            .bind(shared.namespace())
-            .bind(self.name.as_bytes())
-            .bind(uuid_text(self.owner.as_u128()))
-            .bind(self.fence_value());
+        let args = [
+            Arg::Text(shared.namespace()),
+            Arg::Bytes(self.name.as_bytes()),
+            Arg::Uuid(Some(self.owner.as_u128())),
+            Arg::Int(self.fence_value()),
+        ];
         shared
-            .call("releasing a Postgres lock", query.execute(&shared.pool))
+            .fetch_one(
+                "releasing a Postgres lock",
+                &shared.statements.release,
+                &args,
+            )
             .await
             .map(drop)
     }

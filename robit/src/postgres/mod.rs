@@ -46,6 +46,7 @@
 //! ```
 
 mod acquire;
+mod call;
 mod config;
 mod error;
 mod guarded;
@@ -62,6 +63,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::PgPool;
 
+use self::call::{Arg, column};
 pub use self::config::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_NAMESPACE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SCHEMA,
     PostgresConfigError, PostgresDriverBuilder,
@@ -72,7 +74,6 @@ use self::statements::Statements;
 use self::watch::Listener;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
-    hex128,
 };
 
 /// A [`Driver`] on a Postgres database. Cheap to clone; clones share one pool and one
@@ -150,10 +151,16 @@ impl Shared {
     }
 
     async fn is_installed(&self) -> Result<bool, DriverError> {
-        let query =
-            sqlx::query_scalar::<_, bool>(&self.statements.installed).persistent(self.persistent());
-        self.bounded("checking robit's schema", query.fetch_one(&self.pool))
-            .await
+        let what = "checking robit's schema";
+        let sql = &self.statements.installed;
+        let row = if self.settings.transaction_pooler {
+            self.bounded(what, sqlx::raw_sql(sql).fetch_one(&self.pool))
+                .await?
+        } else {
+            self.bounded(what, sqlx::query(sql).fetch_one(&self.pool))
+                .await?
+        };
+        column(self, what, &row, 0)
     }
 
     /// Runs the schema file in one transaction (one simple query of many statements is
@@ -184,21 +191,9 @@ impl Shared {
         }
     }
 
-    /// Whether statements may be prepared once per connection and kept: not through a
-    /// transaction-mode pooler, where the next statement may meet another connection.
-    fn persistent(&self) -> bool {
-        !self.settings.transaction_pooler
-    }
-
     fn namespace(&self) -> &str {
         &self.settings.namespace
     }
-}
-
-/// An owner token or waiter id as the text Postgres reads as a `uuid`.
-fn uuid_text(value: u128) -> String {
-    let hex = hex128(value);
-    String::from_utf8_lossy(&hex).into_owned()
 }
 
 /// A duration in whole milliseconds, rounded up, as Postgres takes it (`bigint`).
@@ -231,15 +226,16 @@ impl PostgresDriver {
     /// role lacks.
     pub async fn ping(&self) -> Result<(), DriverError> {
         let shared = &self.shared;
-        let query = sqlx::query_as::<_, (Vec<String>, bool)>(&shared.statements.missing)
-            .persistent(shared.persistent());
-        let (missing, standby) = shared
-            .call("checking robit's privileges", query.fetch_one(&shared.pool))
+        let what = "checking robit's privileges";
+        let row = shared
+            .fetch_one(what, &shared.statements.missing, &[])
             .await?;
+        let missing: String = column(shared, what, &row, 0)?;
+        let standby: bool = column(shared, what, &row, 1)?;
         if !missing.is_empty() {
             return Err(DriverError::rejected(format!(
                 "the role lacks {}; grant them (docs/postgres.md lists what robit needs)",
-                missing.join(", ")
+                missing
             )));
         }
         if standby {
@@ -289,13 +285,17 @@ impl Driver for PostgresDriver {
             return Ok(());
         };
         let shared = &self.shared;
-        let query = sqlx::query(&shared.statements.withdraw)
-            .persistent(shared.persistent())
-            .bind(shared.namespace())
-            .bind(request.name.as_bytes())
-            .bind(uuid_text(waiter.id));
+        let args = [
+            Arg::Text(shared.namespace()),
+            Arg::Bytes(request.name.as_bytes()),
+            Arg::Uuid(Some(waiter.id)),
+        ];
         shared
-            .call("withdrawing a Postgres waiter", query.execute(&shared.pool))
+            .fetch_one(
+                "withdrawing a Postgres waiter",
+                &shared.statements.withdraw,
+                &args,
+            )
             .await
             .map(drop)
     }

@@ -93,7 +93,7 @@ impl Statements {
     }
 }
 
-/// A query whose one row is the privileges the role lacks (an empty array when none),
+/// A query whose one row is the privileges the role lacks (empty when none),
 /// and whether the server is a standby. Tables and functions are found by their oids in
 /// the catalog, which a role without USAGE on the schema may read.
 fn missing_privileges(schema: &str) -> String {
@@ -122,7 +122,7 @@ fn missing_privileges(schema: &str) -> String {
         ));
     }
     format!(
-        "SELECT array_remove(ARRAY[{}]::text[], NULL), pg_is_in_recovery()",
+        "SELECT array_to_string(ARRAY[{}]::text[], ', '), pg_is_in_recovery()",
         checks.join(", ")
     )
 }

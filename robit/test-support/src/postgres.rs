@@ -302,3 +302,134 @@ fn run_as() -> Option<(u32, u32)> {
         Some((fields.get(2)?.parse().ok()?, fields.get(3)?.parse().ok()?))
     })
 }
+
+/// A pgbouncer of the test's own in front of a [`PostgresServer`], in transaction mode:
+/// each transaction (each statement outside one) may run on another server connection.
+/// The binary is `$ROBIT_PGBOUNCER`, or `pgbouncer` from `PATH` or `/usr/sbin`
+/// (Debian: `pgbouncer`). Killed on drop, its log printed if the test is failing.
+#[derive(Debug)]
+pub struct Pgbouncer {
+    dir: TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl Pgbouncer {
+    /// A pgbouncer in transaction mode with at most `server_connections` connections to
+    /// `server`, accepting connections.
+    pub fn start(server: &PostgresServer, server_connections: u32) -> Self {
+        let dir = tempfile::tempdir().expect("no temp dir");
+        if let Some((uid, gid)) = server.user {
+            chown(dir.path(), Some(uid), Some(gid)).expect("chown the temp dir");
+        }
+        let mut bouncer = Self {
+            dir,
+            port: 0,
+            child: None,
+        };
+        for _ in 0..4 {
+            bouncer.port = free_port();
+            bouncer.spawn(server, server_connections);
+            if bouncer.wait_ready() {
+                return bouncer;
+            }
+        }
+        panic!("pgbouncer never started:\n{}", bouncer.log());
+    }
+
+    fn spawn(&mut self, server: &PostgresServer, server_connections: u32) {
+        let dir = self.dir.path();
+        std::fs::write(dir.join("users.txt"), format!("\"{SUPERUSER}\" \"\"\n")).expect("users");
+        let ini = format!(
+            "[databases]\npostgres = host=127.0.0.1 port={} dbname=postgres\n\
+             [pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {}\nunix_socket_dir =\n\
+             auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
+             default_pool_size = {server_connections}\nmax_client_conn = 200\n\
+             logfile = {}\npidfile = {}\n",
+            server.port,
+            self.port,
+            dir.join("users.txt").display(),
+            dir.join("pgbouncer.log").display(),
+            dir.join("pgbouncer.pid").display(),
+        );
+        std::fs::write(dir.join("pgbouncer.ini"), ini).expect("ini");
+        if let Some((uid, gid)) = server.user {
+            for file in ["users.txt", "pgbouncer.ini"] {
+                chown(dir.join(file), Some(uid), Some(gid)).expect("chown");
+            }
+        }
+        let binary = std::env::var_os("ROBIT_PGBOUNCER")
+            .map(PathBuf::from)
+            .or_else(|| {
+                let sbin = PathBuf::from("/usr/sbin/pgbouncer");
+                sbin.exists().then_some(sbin)
+            })
+            .unwrap_or_else(|| PathBuf::from("pgbouncer"));
+        let mut command = Command::new(&binary);
+        if let Some((uid, gid)) = server.user {
+            command.uid(uid).gid(gid);
+        }
+        let child = command
+            .arg(dir.join("pgbouncer.ini"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|err| {
+                panic!(
+                    "could not start {}: {err}; install pgbouncer or point ROBIT_PGBOUNCER at \
+                     its binary",
+                    binary.display()
+                )
+            });
+        self.child = Some(child);
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let give_up = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(child) = self.child.as_mut() {
+                if matches!(child.try_wait(), Ok(Some(_))) {
+                    self.child = None;
+                    assert!(
+                        self.log().contains("Address already in use"),
+                        "pgbouncer exited:\n{}",
+                        self.log()
+                    );
+                    return false;
+                }
+            }
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return true;
+            }
+            assert!(
+                Instant::now() < give_up,
+                "pgbouncer never listened:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The URL of database `postgres` through the pooler.
+    pub fn url(&self) -> String {
+        format!("postgres://{SUPERUSER}@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// What it wrote to its log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("pgbouncer.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Pgbouncer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        if std::thread::panicking() {
+            eprintln!("--- pgbouncer log (port {}) ---\n{}", self.port, self.log());
+        }
+    }
+}

@@ -13,6 +13,9 @@ mod faults;
 mod guarded;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
+mod pooler;
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
 mod schema;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
