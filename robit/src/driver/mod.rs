@@ -29,6 +29,8 @@ mod inspect;
 mod lease;
 mod name;
 mod owner;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+mod quarantine_log;
 mod request;
 mod watch;
 
@@ -50,6 +52,8 @@ pub(crate) use self::name::{BUCKETS, bucket};
 pub use self::owner::OwnerToken;
 #[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
 pub(crate) use self::owner::hex128;
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) use self::quarantine_log::QuarantineLog;
 pub use self::request::{AcquireRequest, Waiter};
 pub use self::watch::ReleaseWatch;
 pub(crate) use self::watch::WatchRegistry;

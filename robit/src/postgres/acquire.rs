@@ -12,6 +12,8 @@ use crate::driver::{Acquire, AcquireRequest, DriverError, FenceToken, bucket};
 const GRANTED: i16 = 1;
 /// `acquire_v1`'s answer for a lock held, or free but promised to an earlier waiter.
 const HELD: i16 = 2;
+/// `acquire_v1`'s answer while the namespace is quarantined after a failover.
+const QUARANTINED: i16 = 3;
 
 pub(super) async fn acquire(
     shared: &Arc<Shared>,
@@ -32,6 +34,7 @@ pub(super) async fn acquire(
         Arg::Int(millis(request.lock_delay)),
         Arg::Uuid(request.waiter.map(|waiter| waiter.id)),
         Arg::Int(retry),
+        Arg::MaybeInt(quarantine(shared, request)),
     ];
     let row = shared
         .fetch_one(what, &shared.statements.acquire, &args)
@@ -42,6 +45,16 @@ pub(super) async fn acquire(
         column(shared, what, &row, 2)?,
     );
     answered(shared, request, answer)
+}
+
+/// How long a quarantine that this acquire begins lasts, when the driver detects
+/// failovers: long enough for every grant made before the failover to have ended, its
+/// lock-delay included.
+fn quarantine(shared: &Shared, request: &AcquireRequest) -> Option<i64> {
+    let settings = &shared.settings;
+    settings
+        .detect_failover
+        .then(|| millis(settings.quarantine.max(request.ttl + request.lock_delay)))
 }
 
 /// What an answer of `acquire_v1` means.
@@ -69,6 +82,14 @@ fn answered(
                 .and_then(|left| u64::try_from(left).ok())
                 .map(Duration::from_millis),
         }),
+        (QUARANTINED, _) => {
+            let left = Duration::from_millis(
+                left.and_then(|left| u64::try_from(left).ok())
+                    .unwrap_or_default(),
+            );
+            shared.quarantine_log.seen(&request.name, left, true);
+            Ok(Acquire::Quarantined { left })
+        }
         _ => Err(unexpected(status, fence)),
     }
 }

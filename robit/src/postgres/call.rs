@@ -25,6 +25,8 @@ pub(super) enum Arg<'a> {
     Uuid(Option<u128>),
     /// `bigint`.
     Int(i64),
+    /// `bigint`, or NULL.
+    MaybeInt(Option<i64>),
     /// `smallint`.
     SmallInt(i16),
 }
@@ -94,6 +96,7 @@ fn prepared<'q>(
             Arg::Bytes(bytes) => query.bind(bytes),
             Arg::Uuid(id) => query.bind(id.map(uuid_text)),
             Arg::Int(int) => query.bind(int),
+            Arg::MaybeInt(int) => query.bind(int),
             Arg::SmallInt(int) => query.bind(int),
         };
     }
@@ -138,7 +141,8 @@ fn literal(arg: Arg<'_>) -> String {
         }
         Arg::Uuid(Some(id)) => format!("'{}'", uuid_text(id)),
         Arg::Uuid(None) => "NULL".to_owned(),
-        Arg::Int(int) => int.to_string(),
+        Arg::Int(int) | Arg::MaybeInt(Some(int)) => int.to_string(),
+        Arg::MaybeInt(None) => "NULL".to_owned(),
         Arg::SmallInt(int) => format!("{int}::smallint"),
     }
 }
@@ -164,14 +168,14 @@ mod tests {
             Arg::SmallInt(618),
             Arg::Int(7),
             Arg::Int(8),
-            Arg::Int(9),
-            Arg::Int(10),
+            Arg::MaybeInt(Some(9)),
+            Arg::MaybeInt(None),
         ];
         assert_eq!(
             inline(sql, &args),
             "SELECT f('it''s $2', '\\x00ff6127'::bytea, \
              '000000000000000000000000000000ab'::uuid, NULL::uuid, -3, 618::smallint, 7, 8, \
-             9, 10)"
+             9, NULL)"
         );
     }
 }

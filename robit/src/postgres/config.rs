@@ -22,6 +22,10 @@ pub const DEFAULT_NAMESPACE: &str = "robit";
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 /// How many connections a driver built from a URL opens at most.
 pub const DEFAULT_MAX_CONNECTIONS: u32 = 10;
+/// How long grants are suspended after a failover: at least the longest TTL any client
+/// of the namespace uses, so that every grant the old primary made has lapsed before
+/// the new one makes another.
+pub const DEFAULT_QUARANTINE: Duration = crate::engine::DEFAULT_TTL;
 
 /// A setting [`PostgresDriverBuilder::build`] refused.
 ///
@@ -71,6 +75,15 @@ pub enum PostgresConfigError {
         /// The rejected value.
         timeout: Duration,
     },
+    /// The quarantine is longer than [`MAX_TTL`](crate::defaults::MAX_TTL).
+    #[error(
+        "a quarantine of {} is longer than a year; set it to the longest TTL in use",
+        Millis(*.quarantine)
+    )]
+    QuarantineTooLong {
+        /// The rejected quarantine.
+        quarantine: Duration,
+    },
     /// A pool of no connections.
     #[error("the Postgres driver needs at least one connection")]
     NoConnections,
@@ -107,6 +120,8 @@ pub(super) struct Settings {
     pub(super) max_connections: u32,
     pub(super) transaction_pooler: bool,
     pub(super) create_schema: bool,
+    pub(super) detect_failover: bool,
+    pub(super) quarantine: Duration,
 }
 
 impl fmt::Debug for Settings {
@@ -124,6 +139,8 @@ impl fmt::Debug for Settings {
             .field("max_connections", &self.max_connections)
             .field("transaction_pooler", &self.transaction_pooler)
             .field("create_schema", &self.create_schema)
+            .field("detect_failover", &self.detect_failover)
+            .field("quarantine", &self.quarantine)
             .finish()
     }
 }
@@ -161,6 +178,8 @@ impl PostgresDriverBuilder {
                 max_connections: DEFAULT_MAX_CONNECTIONS,
                 transaction_pooler: false,
                 create_schema: true,
+                detect_failover: true,
+                quarantine: DEFAULT_QUARANTINE,
             },
         }
     }
@@ -219,6 +238,27 @@ impl PostgresDriverBuilder {
     /// [`ping`](PostgresDriver::ping) and at every call, never a silent creation.
     pub fn create_schema(mut self, create: bool) -> Self {
         self.settings.create_schema = create;
+        self
+    }
+
+    /// Whether every acquire checks that the server is the one the namespace's state was
+    /// written on (default `true`): its system identifier and the timeline it writes on,
+    /// which a promoted standby and a restore from a backup change. A namespace found
+    /// written on another server is quarantined — no grants for
+    /// [`quarantine`](Self::quarantine) — so that a grant the old primary acknowledged
+    /// and the new one never received cannot meet a second holder. Turn it off only with
+    /// synchronous replication (`synchronous_commit = on` or stricter, and a synchronous
+    /// standby) or no standby at all: nothing acknowledged can then be lost.
+    pub fn detect_failover(mut self, detect: bool) -> Self {
+        self.settings.detect_failover = detect;
+        self
+    }
+
+    /// How long grants are suspended after a failover (default [`DEFAULT_QUARANTINE`]),
+    /// and never less than the TTL (plus lock-delay) of the acquire that finds it: set
+    /// it to at least the longest TTL any client of the namespace uses.
+    pub fn quarantine(mut self, quarantine: Duration) -> Self {
+        self.settings.quarantine = quarantine;
         self
     }
 
@@ -362,12 +402,21 @@ fn validate(settings: &Settings) -> Result<(), PostgresConfigError> {
     if settings.max_connections == 0 {
         return Err(PostgresConfigError::NoConnections);
     }
+    if settings.quarantine > crate::defaults::MAX_TTL {
+        return Err(PostgresConfigError::QuarantineTooLong {
+            quarantine: settings.quarantine,
+        });
+    }
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn robit_max_ttl() -> Duration {
+        crate::defaults::MAX_TTL
+    }
 
     fn builder() -> PostgresDriverBuilder {
         PostgresDriver::builder("postgres://robit@127.0.0.1:5999/robit")
@@ -426,6 +475,13 @@ mod tests {
             builder().max_connections(0).build(),
             Err(PostgresConfigError::NoConnections)
         ));
+        assert!(matches!(
+            builder()
+                .quarantine(robit_max_ttl() + Duration::from_millis(1))
+                .build(),
+            Err(PostgresConfigError::QuarantineTooLong { .. })
+        ));
+        assert!(builder().quarantine(robit_max_ttl()).build().is_ok());
         assert!(matches!(
             builder().listen_url("redis://localhost").build(),
             Err(PostgresConfigError::InvalidUrl { .. })

@@ -60,8 +60,9 @@ pub(super) fn classify(what: &'static str, schema: &str, err: Error) -> DriverEr
                 .to_owned(),
             err,
         ),
-        // read_only_sql_transaction: a standby, or a primary being demoted
-        "25006" => DriverError::unavailable(Explained {
+        // read_only_sql_transaction, or object_not_in_prerequisite_state ("recovery is
+        // in progress"): a standby, or a primary being demoted
+        "25006" | "55000" => DriverError::unavailable(Explained {
             what: "the server is read-only (a standby?); robit needs the primary",
             source: err,
         }),

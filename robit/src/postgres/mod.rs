@@ -65,15 +65,16 @@ use sqlx::PgPool;
 
 use self::call::{Arg, column};
 pub use self::config::{
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_NAMESPACE, DEFAULT_REQUEST_TIMEOUT, DEFAULT_SCHEMA,
-    PostgresConfigError, PostgresDriverBuilder,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_NAMESPACE, DEFAULT_QUARANTINE, DEFAULT_REQUEST_TIMEOUT,
+    DEFAULT_SCHEMA, PostgresConfigError, PostgresDriverBuilder,
 };
 use self::config::{Settings, Source};
 pub use self::guarded::{GuardedError, GuardedTransaction};
 use self::statements::Statements;
 use self::watch::Listener;
 use crate::driver::{
-    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
+    Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, QuarantineLog,
+    ReleaseWatch,
 };
 
 /// A [`Driver`] on a Postgres database. Cheap to clone; clones share one pool and one
@@ -101,6 +102,7 @@ struct Shared {
     /// Set once the schema is known to be installed.
     installed: tokio::sync::OnceCell<()>,
     listener: Listener,
+    quarantine_log: QuarantineLog,
 }
 
 impl Shared {
@@ -256,6 +258,7 @@ impl PostgresDriver {
                 statements,
                 installed: tokio::sync::OnceCell::new(),
                 listener,
+                quarantine_log: QuarantineLog::default(),
             }),
         }
     }

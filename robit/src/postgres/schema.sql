@@ -44,6 +44,54 @@ CREATE TABLE IF NOT EXISTS __SCHEMA__.waiters (
     PRIMARY KEY (namespace, name, waiter)
 );
 
+-- One row per namespace: the server its state was last written on (the cluster's system
+-- identifier and the timeline it writes on, which a promotion or a restore from a
+-- backup changes), and the quarantine that began when an acquire found another.
+CREATE TABLE IF NOT EXISTS __SCHEMA__.namespaces (
+    namespace        text        PRIMARY KEY,
+    server           text        NOT NULL,
+    quarantine_until timestamptz NOT NULL
+);
+
+-- The server answering: its system identifier and its current timeline.
+CREATE OR REPLACE FUNCTION __SCHEMA__.server_v1()
+RETURNS text LANGUAGE sql VOLATILE AS $fn$
+    SELECT s.system_identifier::text || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)
+      FROM pg_control_system() s
+$fn$;
+
+-- When the namespace's quarantine ends: it begins (or goes on) when the namespace's state
+-- was written on another server than this one, for `p_quarantine_ms`, and this server is
+-- recorded; a new namespace is recorded without one.
+CREATE OR REPLACE FUNCTION __SCHEMA__.quarantine_v1(
+    p_namespace text, p_quarantine_ms bigint, p_now timestamptz)
+RETURNS timestamptz LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_here   text := __SCHEMA__.server_v1();
+    v_server text;
+    v_until  timestamptz;
+BEGIN
+    SELECT n.server, n.quarantine_until INTO v_server, v_until
+      FROM __SCHEMA__.namespaces n
+     WHERE n.namespace = p_namespace;
+    IF NOT FOUND THEN
+        INSERT INTO __SCHEMA__.namespaces (namespace, server, quarantine_until)
+        VALUES (p_namespace, v_here, '-infinity')
+        ON CONFLICT (namespace) DO NOTHING;
+        RETURN '-infinity';
+    END IF;
+    IF v_server IS DISTINCT FROM v_here THEN
+        UPDATE __SCHEMA__.namespaces
+           SET server = v_here,
+               quarantine_until = greatest(quarantine_until,
+                                           p_now + p_quarantine_ms * interval '1 millisecond')
+         WHERE namespace = p_namespace
+        RETURNING quarantine_until INTO v_until;
+    END IF;
+    RETURN v_until;
+END
+$fn$;
+
 -- Queues (or keeps queued) a waiter; nothing for a single try (no waiter).
 CREATE OR REPLACE FUNCTION __SCHEMA__.queue_v1(
     p_namespace text, p_name bytea, p_waiter uuid, p_retry_ms bigint, p_now timestamptz)
@@ -69,11 +117,13 @@ $fn$;
 
 -- One acquire attempt. Answers (1, token, NULL) granted; (2, NULL, ms) held, and for
 -- how long at most unless renewed (its lock-delay included); (2, NULL, NULL) free but
--- promised to a waiter that queued first. A waiter is queued (or kept queued) when it
--- is not granted.
+-- promised to a waiter that queued first; (3, NULL, ms) quarantined for that long. A
+-- waiter is queued (or kept queued) when it is not granted. With `p_quarantine_ms`
+-- NULL, the server is not checked.
 CREATE OR REPLACE FUNCTION __SCHEMA__.acquire_v1(
     p_namespace text, p_name bytea, p_bucket smallint, p_owner uuid,
     p_ttl_ms bigint, p_delay_ms bigint, p_waiter uuid, p_retry_ms bigint,
+    p_quarantine_ms bigint,
     OUT status smallint, OUT fence bigint, OUT left_ms bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
@@ -81,6 +131,15 @@ DECLARE
     v_until timestamptz;
     v_mine  timestamptz;
 BEGIN
+    IF p_quarantine_ms IS NOT NULL THEN
+        v_until := __SCHEMA__.quarantine_v1(p_namespace, p_quarantine_ms, v_now);
+        IF v_until > v_now THEN
+            PERFORM __SCHEMA__.queue_v1(p_namespace, p_name, p_waiter, p_retry_ms, v_now);
+            status := 3;
+            left_ms := ceil(extract(epoch FROM v_until - v_now) * 1000);
+            RETURN;
+        END IF;
+    END IF;
     SELECT l.expires_at + l.lock_delay INTO v_until
       FROM __SCHEMA__.locks l
      WHERE l.namespace = p_namespace AND l.name = p_name
@@ -186,5 +245,5 @@ BEGIN
 END
 $fn$;
 
--- What a role needs, besides USAGE on the schema: on the three tables SELECT, INSERT,
+-- What a role needs, besides USAGE on the schema: on the four tables SELECT, INSERT,
 -- UPDATE and DELETE, and EXECUTE on the functions (PUBLIC has it unless revoked).

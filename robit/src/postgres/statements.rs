@@ -6,17 +6,19 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The functions' signatures, for the check that they are installed; the last one the
 /// schema file creates comes first.
-const FUNCTIONS: [&str; 6] = [
+const FUNCTIONS: [&str; 8] = [
     "withdraw_v1(text,bytea,uuid)",
     "force_release_v1(text,bytea,uuid)",
     "release_v1(text,bytea,uuid,bigint)",
-    "acquire_v1(text,bytea,smallint,uuid,bigint,bigint,uuid,bigint)",
+    "acquire_v1(text,bytea,smallint,uuid,bigint,bigint,uuid,bigint,bigint)",
     "wake_v1(text,bytea)",
     "queue_v1(text,bytea,uuid,bigint,timestamptz)",
+    "quarantine_v1(text,bigint,timestamptz)",
+    "server_v1()",
 ];
 
 /// The tables, for the privilege check.
-const TABLES: [&str; 3] = ["locks", "fences", "waiters"];
+const TABLES: [&str; 4] = ["locks", "fences", "waiters", "namespaces"];
 
 /// Every statement the driver sends, written for one schema.
 #[derive(Debug)]
@@ -29,8 +31,8 @@ pub(super) struct Statements {
     /// What the role lacks of what the driver needs, as a list of privileges.
     pub(super) missing: String,
     /// `$1` namespace, `$2` name, `$3` bucket, `$4` owner, `$5` TTL ms, `$6` lock-delay
-    /// ms, `$7` waiter (or NULL), `$8` the waiter's poll interval ms: status, fence,
-    /// left ms.
+    /// ms, `$7` waiter (or NULL), `$8` the waiter's poll interval ms, `$9` the
+    /// quarantine ms (NULL: no failover detection): status, fence, left ms.
     pub(super) acquire: String,
     /// `$1` namespace, `$2` name, `$3` owner, `$4` fence, `$5` TTL ms: one row if renewed.
     pub(super) renew: String,
@@ -65,7 +67,7 @@ impl Statements {
             missing: missing_privileges(s),
             acquire: format!(
                 "SELECT status, fence, left_ms FROM {s}.acquire_v1($1, $2, $3, $4::uuid, $5, \
-                 $6, $7::uuid, $8)"
+                 $6, $7::uuid, $8, $9)"
             ),
             renew: format!(
                 "UPDATE {s}.locks SET expires_at = clock_timestamp() + $5 * interval \

@@ -106,8 +106,8 @@ pub use self::transport::{ClusterConnector, Connector, SentinelConnector, UrlCon
 
 use self::config::Settings;
 use self::state_loss::namespace::Namespace;
-use self::state_loss::quarantine_log::QuarantineLog;
 use self::watch::Dispatcher;
+use crate::driver::QuarantineLog;
 use crate::driver::{
     Acquire, AcquireRequest, Driver, DriverError, Inspection, LockName, OwnerToken, ReleaseWatch,
 };

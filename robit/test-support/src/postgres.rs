@@ -162,6 +162,70 @@ impl PostgresServer {
         }
     }
 
+    /// A streaming replica of `primary`, made by `pg_basebackup` through loopback port
+    /// `via` (the primary's own, or a proxy's in front of it, which then carries the
+    /// replication too), started on a free port of its own, accepting connections.
+    pub fn start_replica(primary: &PostgresServer, via: u16) -> Self {
+        let dir = tempfile::tempdir().expect("no temp dir");
+        if let Some((uid, gid)) = primary.user {
+            chown(dir.path(), Some(uid), Some(gid)).expect("chown the temp dir");
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+                .expect("chmod the temp dir");
+        }
+        let mut replica = Self {
+            bindir: primary.bindir.clone(),
+            dir,
+            port: 0,
+            user: primary.user,
+            child: None,
+        };
+        let output = replica
+            .command("pg_basebackup")
+            .arg("-D")
+            .arg(replica.data())
+            .args(["-h", "127.0.0.1", "-p", &via.to_string(), "-U", SUPERUSER])
+            .args(["-R", "-X", "stream", "--no-sync"])
+            .output()
+            .expect("pg_basebackup");
+        assert!(
+            output.status.success(),
+            "pg_basebackup failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        for _ in 0..4 {
+            replica.port = free_port();
+            replica.spawn();
+            if replica.wait_ready() {
+                return replica;
+            }
+        }
+        panic!("the replica never started:\n{}", replica.log());
+    }
+
+    /// Waits until every standby streaming from this primary has replayed everything it
+    /// has written so far.
+    pub fn wait_replicas_caught_up(&self) {
+        let give_up = Instant::now() + Duration::from_secs(30);
+        let target = self.psql("SELECT pg_current_wal_lsn()");
+        let query = format!(
+            "SELECT count(*) > 0 AND bool_and(replay_lsn >= '{target}') FROM pg_stat_replication"
+        );
+        while self.psql(&query) != "t" {
+            assert!(Instant::now() < give_up, "the replicas never caught up");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Promotes this standby to a primary, and waits until it is one.
+    pub fn promote(&self) {
+        assert_eq!(
+            self.psql("SELECT pg_promote(true, 30)"),
+            "t",
+            "{}",
+            self.log()
+        );
+    }
+
     /// The URL of database `postgres` as the superuser.
     pub fn url(&self) -> String {
         self.url_as(SUPERUSER)
@@ -430,6 +494,76 @@ impl Drop for Pgbouncer {
         }
         if std::thread::panicking() {
             eprintln!("--- pgbouncer log (port {}) ---\n{}", self.port, self.log());
+        }
+    }
+}
+
+/// A TCP proxy a test owns in front of a server, that it can point at another: as a
+/// virtual address moves to a promoted standby. Moving it closes the connections open
+/// to the old server, as that server's death would.
+#[derive(Debug)]
+pub struct Switch {
+    port: u16,
+    upstream: std::sync::Arc<std::sync::atomic::AtomicU16>,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Switch {
+    /// A proxy on a free loopback port, forwarding to `upstream`.
+    pub async fn start(upstream: u16) -> Self {
+        use std::sync::atomic::Ordering;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let target = std::sync::Arc::new(std::sync::atomic::AtomicU16::new(upstream));
+        let connections = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (to, open) = (
+            std::sync::Arc::clone(&target),
+            std::sync::Arc::clone(&connections),
+        );
+        let task = tokio::spawn(async move {
+            while let Ok((mut client, _)) = listener.accept().await {
+                let upstream = to.load(Ordering::SeqCst);
+                let Ok(mut server) = tokio::net::TcpStream::connect(("127.0.0.1", upstream)).await
+                else {
+                    continue;
+                };
+                let forward = tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                open.lock().unwrap().push(forward.abort_handle());
+            }
+        });
+        Self {
+            port,
+            upstream: target,
+            connections,
+            task,
+        }
+    }
+
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Closes every connection open now, and sends new ones to `upstream`.
+    pub fn switch_to(&self, upstream: u16) {
+        self.upstream
+            .store(upstream, std::sync::atomic::Ordering::SeqCst);
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
+        }
+    }
+}
+
+impl Drop for Switch {
+    fn drop(&mut self) {
+        self.task.abort();
+        for connection in self.connections.lock().unwrap().drain(..) {
+            connection.abort();
         }
     }
 }

@@ -6,6 +6,9 @@
 #[allow(clippy::unwrap_used)]
 mod driver;
 #[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used, clippy::print_stderr)]
+mod failover;
+#[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
 mod faults;
 #[cfg(feature = "postgres")]

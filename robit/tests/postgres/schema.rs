@@ -32,7 +32,7 @@ async fn the_first_ping_creates_the_tables_once_however_many_drivers_start_toget
             "SELECT string_agg(tablename, ',' ORDER BY tablename) FROM pg_tables \
              WHERE schemaname = 'robit'"
         ),
-        "fences,locks,waiters"
+        "fences,locks,namespaces,waiters"
     );
     let mutex = Mutex::builder("job", drivers[0].clone()).build().unwrap();
     mutex.lock().await.unwrap().unlock().await.unwrap();

@@ -10,11 +10,11 @@
 //! counter means lost rather than new (`namespace.rs`); in cluster mode, every bucket's
 //! counter created with the namespace, so that no bucket looks lost at its birth
 //! (`buckets.rs`). The quarantine itself is the script's (`scripts/acquire_rest.lua`);
-//! the driver only tells the operator of it, once per quarantine (`quarantine_log.rs`).
+//! the driver only tells the operator of it, once per quarantine
+//! (`driver/quarantine_log.rs`, shared with the Postgres driver).
 
 mod buckets;
 pub(super) mod identity;
 pub(super) mod namespace;
-pub(super) mod quarantine_log;
 
 pub use self::namespace::FirstUse;

@@ -14,7 +14,7 @@ const NEW_AFTER: Duration = Duration::from_secs(1);
 
 /// When the quarantine last reported ends.
 #[derive(Debug, Default)]
-pub(in crate::redis) struct QuarantineLog {
+pub(crate) struct QuarantineLog {
     reported_until: StdMutex<Option<Instant>>,
 }
 
@@ -22,7 +22,7 @@ impl QuarantineLog {
     /// An acquire of `name` found the namespace quarantined for `left` (`moved`: it began
     /// the quarantine, on finding the namespace written on another server): warns, unless
     /// this quarantine was reported already.
-    pub(in crate::redis) fn seen(&self, name: &LockName, left: Duration, moved: bool) {
+    pub(crate) fn seen(&self, name: &LockName, left: Duration, moved: bool) {
         let now = Instant::now();
         let until = now + left;
         {
