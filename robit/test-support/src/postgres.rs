@@ -121,7 +121,7 @@ impl PostgresServer {
                 self.dir.path().display()
             ))
             .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
-            .args(["-c", "shared_buffers=32MB", "-c", "max_connections=60"])
+            .args(["-c", "shared_buffers=32MB", "-c", "max_connections=200"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -240,6 +240,12 @@ impl PostgresServer {
     /// The server's port, for a proxy in front of it.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The process id of the server's postmaster (its backends are its children), while
+    /// it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// Runs `sql` as the superuser with `psql`, and returns what it printed (unaligned,

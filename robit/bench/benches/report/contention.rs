@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::lockers::{
     Locker, RSLOCK_DELAYS, Robit, Rslock, WAIT_BUDGET, cycle, rslock_attempts, rslock_manager,
 };
-use crate::meter::{Meter, RoundTrips, Work};
+use crate::meter::{Measure, Metered, Work};
 use crate::table::{Table, Unit, percentile};
 use crate::{RSLOCK, Setup, scale};
 
@@ -36,15 +36,15 @@ pub(crate) struct Contended {
     pub(crate) work: Work,
 }
 
-/// Runs `lockers`, one task each, all on one key, for `window`; see [`Contended`].
+/// Runs `lockers`, one task each, all on one key, for `window`, measured by `meter`;
+/// see [`Contended`].
 pub(crate) async fn contend<L: Locker>(
     lockers: Vec<L>,
-    meter: &mut Meter,
-    trips: &RoundTrips,
+    meter: &mut impl Measure,
     window: Duration,
 ) -> Contended {
     let past_window = Arc::new(AtomicUsize::new(0));
-    meter.reset(trips).await;
+    meter.reset().await;
     let stop_at = Instant::now() + window;
     let handles: Vec<_> = lockers
         .into_iter()
@@ -64,7 +64,7 @@ pub(crate) async fn contend<L: Locker>(
         gave_up,
         window,
         stop_at,
-        work: meter.read(trips).await,
+        work: meter.read().await,
     }
 }
 
@@ -191,7 +191,15 @@ pub(crate) async fn run(setup: &mut Setup) {
     let robit = (0..CONTENDERS)
         .map(|_| Robit::new(driver, "contended"))
         .collect();
-    let run = contend(robit, meter, robit_trips, window).await;
+    let run = contend(
+        robit,
+        &mut Metered {
+            meter,
+            trips: robit_trips,
+        },
+        window,
+    )
+    .await;
     table.column("robit", run.figures());
     for delay in RSLOCK_DELAYS {
         let manager = rslock_manager(vec![server.url()], delay);
@@ -199,7 +207,15 @@ pub(crate) async fn run(setup: &mut Setup) {
         let rslock = (0..CONTENDERS)
             .map(|_| Rslock::new(&manager, "contended"))
             .collect();
-        let run = contend(rslock, meter, &RSLOCK, window).await;
+        let run = contend(
+            rslock,
+            &mut Metered {
+                meter,
+                trips: &RSLOCK,
+            },
+            window,
+        )
+        .await;
         table.column(format!("rslock, d = {delay} ms"), run.figures());
     }
     table.print(&[(0, 1), (0, 2)]);

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::contention::{CONTENDERS, HOLD, contend};
 use crate::lockers::{Locker, Robit, cycle};
-use crate::meter::{Meter, RoundTrips, Work};
+use crate::meter::{Meter, Metered, RoundTrips, Work};
 use crate::table::{Table, Unit, percentile};
 use crate::uncontended::ROUNDS;
 use crate::{Setup, scale, scaled};
@@ -333,7 +333,7 @@ async fn contend_on<D: Driver + Clone>(
         .map(|task| Robit::new(&drivers[task % drivers.len()], "etcd-contended"))
         .collect();
     let before = ports.map(|ports| scrape(ports).0);
-    let run = contend(lockers, meter, trips, window).await;
+    let run = contend(lockers, &mut Metered { meter, trips }, window).await;
     let shares = run.shares();
     let mean = shares.iter().sum::<usize>() as f64 / CONTENDERS as f64;
     let min = *shares.iter().min().unwrap() as f64;

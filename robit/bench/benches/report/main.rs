@@ -16,7 +16,9 @@
 //! trips, the commands Redis ran (those inside scripts included), the servers' CPU time
 //! and the client's ([`meter`]), then the wall-clock figures. With the `etcd` feature,
 //! a fifth: robit's etcd driver on a cluster of the bench's own, next to its Redis
-//! driver (`etcd`). Last, robit alone, as rslock renews nothing by itself: 100,000 locks
+//! driver (`etcd`). With the `postgres` feature, robit's Postgres driver next to sqlx's
+//! advisory lock and a plain lease table, on a Postgres of the bench's own (`postgres`,
+//! section g, after f). Before it, robit alone, as rslock renews nothing by itself: 100,000 locks
 //! held through one `Locker` while the watchdog renews them ([`many_holds`];
 //! `ROBIT_BENCH_HOLDS` changes the number).
 #![allow(
@@ -32,6 +34,8 @@ mod etcd;
 mod lockers;
 mod many_holds;
 mod meter;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod quorum;
 mod table;
 mod throughput;
@@ -120,6 +124,10 @@ fn main() {
         }
         if runs('f') {
             many_holds::run(&mut setup).await;
+        }
+        #[cfg(feature = "postgres")]
+        if runs('g') {
+            postgres::run().await;
         }
     });
 }

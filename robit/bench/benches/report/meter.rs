@@ -45,6 +45,17 @@ impl std::ops::AddAssign for Work {
 }
 
 impl Work {
+    /// A stretch's work: round trips, the commands (or statements) the server ran, its
+    /// CPU time in s, the client's.
+    pub(crate) fn new(round_trips: u64, commands: u64, server_cpu: f64, client_cpu: f64) -> Self {
+        Self {
+            round_trips,
+            commands,
+            server_cpu,
+            client_cpu,
+        }
+    }
+
     /// Round trips, commands, server CPU and client CPU per operation.
     pub(crate) fn per(&self, operations: usize) -> [f64; 4] {
         let n = operations.max(1) as f64;
@@ -81,7 +92,7 @@ fn info_field<'a>(info: &'a str, name: &str) -> &'a str {
 
 /// The CPU time this process's threads have run, in s, from the scheduler's accounting
 /// in nanoseconds (Linux `/proc/self/task/*/schedstat`); NaN elsewhere.
-fn client_cpu() -> f64 {
+pub(crate) fn client_cpu() -> f64 {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return f64::NAN;
     };
@@ -227,4 +238,29 @@ fn command_calls(line: &str) -> Option<(&str, u64)> {
         .parse()
         .ok()?;
     Some((name, calls))
+}
+
+/// A measured stretch, whatever measures it: [`contend`](crate::contention::contend)
+/// takes one.
+pub(crate) trait Measure: Send {
+    /// Starts a stretch.
+    fn reset(&mut self) -> impl std::future::Future<Output = ()> + Send;
+    /// The work since the last [`reset`](Self::reset).
+    fn read(&mut self) -> impl std::future::Future<Output = Work> + Send;
+}
+
+/// A [`Meter`] measuring the library whose round trips `trips` counts.
+pub(crate) struct Metered<'a> {
+    pub(crate) meter: &'a mut Meter,
+    pub(crate) trips: &'a RoundTrips,
+}
+
+impl Measure for Metered<'_> {
+    async fn reset(&mut self) {
+        self.meter.reset(self.trips).await;
+    }
+
+    async fn read(&mut self) -> Work {
+        self.meter.read(self.trips).await
+    }
 }

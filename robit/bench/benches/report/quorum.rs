@@ -14,7 +14,7 @@ use rslock::LockManager;
 
 use crate::contention::{CONTENDERS, Contended, HOLD, contend};
 use crate::lockers::{RSLOCK_DELAYS, Robit, Rslock, cycle, rslock_manager};
-use crate::meter::{Meter, RoundTrips};
+use crate::meter::{Meter, Metered, RoundTrips};
 use crate::table::{Table, Unit, percentile};
 use crate::uncontended::{ROUNDS, Solo};
 use crate::{RSLOCK, Setup, scale, scaled};
@@ -219,7 +219,15 @@ async fn contended(setup: &mut Setup, quorum: &mut Quorum) {
         .map(|_| Robit::new(&quorum.driver, "quorum-contended"))
         .collect();
     let before = quorum.driver.stats();
-    let run = contend(robit, &mut quorum.meter, &quorum.trips, window).await;
+    let run = contend(
+        robit,
+        &mut Metered {
+            meter: &mut quorum.meter,
+            trips: &quorum.trips,
+        },
+        window,
+    )
+    .await;
     let stats = stats_since(before, quorum.driver.stats());
     table.column("robit, 3 servers", contended_figures(&run, Some(stats)));
     for delay in RSLOCK_DELAYS {
@@ -235,7 +243,15 @@ async fn contended(setup: &mut Setup, quorum: &mut Quorum) {
     let robit: Vec<_> = (0..CONTENDERS)
         .map(|_| Robit::new(&setup.driver, "quorum-contended"))
         .collect();
-    let run = contend(robit, &mut setup.meter, &setup.robit, window).await;
+    let run = contend(
+        robit,
+        &mut Metered {
+            meter: &mut setup.meter,
+            trips: &setup.robit,
+        },
+        window,
+    )
+    .await;
     table.column("robit, 1 server", contended_figures(&run, None));
     tokio::time::sleep(SETTLE).await;
     let (run, stats) = contend_apart(quorum, window).await;
@@ -261,7 +277,15 @@ async fn contend_apart(quorum: &mut Quorum, window: Duration) -> (Contended, [u6
         .iter()
         .map(|driver| Robit::new(driver, "quorum-contended"))
         .collect();
-    let run = contend(robit, &mut quorum.meter, &quorum.trips, window).await;
+    let run = contend(
+        robit,
+        &mut Metered {
+            meter: &mut quorum.meter,
+            trips: &quorum.trips,
+        },
+        window,
+    )
+    .await;
     let mut stats = [0; 3];
     for (driver, before) in drivers.iter().zip(before) {
         let since = stats_since(before, driver.stats());
@@ -277,7 +301,15 @@ async fn contend_rslock(manager: &LockManager, meter: &mut Meter, window: Durati
     let lockers: Vec<_> = (0..CONTENDERS)
         .map(|_| Rslock::new(manager, "quorum-contended"))
         .collect();
-    contend(lockers, meter, &RSLOCK, window).await
+    contend(
+        lockers,
+        &mut Metered {
+            meter,
+            trips: &RSLOCK,
+        },
+        window,
+    )
+    .await
 }
 
 fn contended_rows() -> Vec<(&'static str, Unit)> {
