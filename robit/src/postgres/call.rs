@@ -9,7 +9,9 @@
 
 use std::fmt::Write as _;
 
-use sqlx::postgres::{PgQueryResult, PgRow};
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgArguments, PgQueryResult, PgRow, PgStatement};
+use sqlx::{Execute, Executor};
 
 use super::Shared;
 use crate::driver::{DriverError, hex128};
@@ -39,14 +41,19 @@ impl Shared {
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<PgRow, DriverError> {
-        if self.settings.transaction_pooler {
-            let sql = inline(sql, args);
-            self.call(what, sqlx::raw_sql(&sql).fetch_one(&self.pool))
-                .await
-        } else {
-            self.call(what, prepared(sql, args).fetch_one(&self.pool))
-                .await
-        }
+        let inlined = self.settings.transaction_pooler.then(|| inline(sql, args));
+        let Some(own) = &self.own else {
+            let query = statement(sql, inlined.as_deref(), args);
+            return self.call(what, (&self.pool).fetch_one(query)).await;
+        };
+        self.call(what, async {
+            let mut lent = own.lend().await?;
+            let query = statement(sql, inlined.as_deref(), args);
+            let row = lent.connection().fetch_one(query).await?;
+            lent.keep();
+            Ok(row)
+        })
+        .await
     }
 
     /// Runs `sql` with `args` and returns how many rows it changed.
@@ -56,15 +63,71 @@ impl Shared {
         sql: &str,
         args: &[Arg<'_>],
     ) -> Result<u64, DriverError> {
-        let done: PgQueryResult = if self.settings.transaction_pooler {
-            let sql = inline(sql, args);
-            self.call(what, sqlx::raw_sql(&sql).execute(&self.pool))
+        let inlined = self.settings.transaction_pooler.then(|| inline(sql, args));
+        let done: PgQueryResult = match &self.own {
+            None => {
+                let query = statement(sql, inlined.as_deref(), args);
+                self.call(what, (&self.pool).execute(query)).await?
+            }
+            Some(own) => {
+                self.call(what, async {
+                    let mut lent = own.lend().await?;
+                    let query = statement(sql, inlined.as_deref(), args);
+                    let done = lent.connection().execute(query).await?;
+                    lent.keep();
+                    Ok(done)
+                })
                 .await?
-        } else {
-            self.call(what, prepared(sql, args).execute(&self.pool))
-                .await?
+            }
         };
         Ok(done.rows_affected())
+    }
+}
+
+/// `sql` with `args`: `inlined`, the same with the arguments written in, as a simple
+/// query if there is one, else a statement prepared once per connection.
+fn statement<'q>(sql: &'q str, inlined: Option<&'q str>, args: &[Arg<'q>]) -> Statement<'q> {
+    match inlined {
+        Some(sql) => Statement::Simple(sqlx::raw_sql(sql)),
+        None => Statement::Prepared(prepared(sql, args)),
+    }
+}
+
+/// A call's statement, either way it goes out.
+enum Statement<'q> {
+    /// A simple query: no statement kept on the connection.
+    Simple(sqlx::RawSql<'q>),
+    /// A statement prepared once per connection, its arguments bound.
+    Prepared(sqlx::query::Query<'q, sqlx::Postgres, PgArguments>),
+}
+
+impl<'q> Execute<'q, sqlx::Postgres> for Statement<'q> {
+    fn sql(&self) -> &'q str {
+        match self {
+            Self::Simple(query) => Execute::<sqlx::Postgres>::sql(query),
+            Self::Prepared(query) => query.sql(),
+        }
+    }
+
+    fn statement(&self) -> Option<&PgStatement<'q>> {
+        match self {
+            Self::Simple(query) => Execute::<sqlx::Postgres>::statement(query),
+            Self::Prepared(query) => query.statement(),
+        }
+    }
+
+    fn take_arguments(&mut self) -> Result<Option<PgArguments>, BoxDynError> {
+        match self {
+            Self::Simple(query) => Execute::<sqlx::Postgres>::take_arguments(query),
+            Self::Prepared(query) => query.take_arguments(),
+        }
+    }
+
+    fn persistent(&self) -> bool {
+        match self {
+            Self::Simple(query) => Execute::<sqlx::Postgres>::persistent(query),
+            Self::Prepared(query) => query.persistent(),
+        }
     }
 }
 
@@ -88,7 +151,7 @@ where
 fn prepared<'q>(
     sql: &'q str,
     args: &[Arg<'q>],
-) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+) -> sqlx::query::Query<'q, sqlx::Postgres, PgArguments> {
     let mut query = sqlx::query(sql).persistent(true);
     for &arg in args {
         query = match arg {

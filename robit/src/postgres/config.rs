@@ -11,6 +11,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::PostgresDriver;
+use super::pool::Own;
 use crate::millis::Millis;
 
 /// The schema that holds robit's tables and functions, unless told otherwise.
@@ -205,9 +206,9 @@ impl PostgresDriverBuilder {
         self
     }
 
-    /// How many connections the driver's own pool opens at most (default
-    /// [`DEFAULT_MAX_CONNECTIONS`]); a driver built on the application's pool uses that
-    /// pool's limit.
+    /// How many connections the driver opens at most for its lock calls, and as many
+    /// more for guarded transactions (default [`DEFAULT_MAX_CONNECTIONS`]); a driver built
+    /// on the application's pool uses that pool, and its limit, for both.
     pub fn max_connections(mut self, connections: u32) -> Self {
         self.settings.max_connections = connections;
         self
@@ -271,8 +272,8 @@ impl PostgresDriverBuilder {
     pub fn build(self) -> Result<PostgresDriver, PostgresConfigError> {
         let settings = self.settings;
         validate(&settings)?;
-        let pool = match &settings.source {
-            Source::Pool(pool) => pool.clone(),
+        let (pool, own) = match &settings.source {
+            Source::Pool(pool) => (pool.clone(), None),
             Source::Url(url) => {
                 let mut options = connect_options(url)?;
                 if settings.transaction_pooler {
@@ -280,13 +281,14 @@ impl PostgresDriverBuilder {
                     // to ignore it; robit reads no floats.
                     options = options.extra_float_digits(None);
                 }
-                own_pool(&settings).connect_lazy_with(options)
+                let own = Own::new(options.clone(), settings.max_connections);
+                (own_pool(&settings).connect_lazy_with(options), Some(own))
             }
         };
         if let Some(url) = &settings.listen_url {
             connect_options(url)?;
         }
-        Ok(PostgresDriver::from_settings(settings, pool))
+        Ok(PostgresDriver::from_settings(settings, pool, own))
     }
 }
 
@@ -298,9 +300,10 @@ impl fmt::Debug for PostgresDriverBuilder {
     }
 }
 
-/// The driver's own pool: connections opened when needed and kept, never tested before
-/// use (a call is one round trip, not two; a dead connection fails its call, which the
-/// Mutex retries on another), and no maintenance task, so that nothing outlives the
+/// The sqlx pool of a driver built from a URL, for its guarded transactions, its
+/// listener and its schema's creation (its lock calls have connections of their own,
+/// `pool.rs`): connections opened when needed and kept, never tested before use (a dead
+/// connection fails its call), and no maintenance task, so that nothing outlives the
 /// driver.
 fn own_pool(settings: &Settings) -> PgPoolOptions {
     PgPoolOptions::new()

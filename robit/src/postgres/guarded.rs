@@ -214,3 +214,26 @@ impl std::fmt::Debug for GuardedTransaction {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sends<T: Send>(_: &T) {}
+
+    /// A task that holds a lock may commit its guarded transaction anywhere, a spawned
+    /// task included.
+    #[tokio::test]
+    async fn beginning_and_committing_are_futures_a_task_can_send() {
+        let driver = PostgresDriver::builder("postgres://robit@127.0.0.1:1/none")
+            .build()
+            .unwrap();
+        let begin = driver.begin_guarded("ledger", FenceToken::new(1));
+        sends(&begin);
+        drop(begin);
+        fn commit_sends(guarded: GuardedTransaction) {
+            sends(&guarded.commit());
+        }
+        let _ = commit_sends;
+    }
+}

@@ -52,6 +52,7 @@ mod error;
 mod guarded;
 mod inspect;
 mod lease;
+mod pool;
 mod statements;
 mod watch;
 
@@ -70,6 +71,7 @@ pub use self::config::{
 };
 use self::config::{Settings, Source};
 pub use self::guarded::{GuardedError, GuardedTransaction};
+use self::pool::Own;
 use self::statements::Statements;
 use self::watch::Listener;
 use crate::driver::{
@@ -97,7 +99,12 @@ pub struct PostgresDriver {
 
 struct Shared {
     settings: Settings,
+    /// The application's pool, or one of the driver's for guarded transactions, the
+    /// listener and the schema's creation.
     pool: PgPool,
+    /// The connections of the driver's lock calls, when it was built from a URL: without
+    /// the ping sqlx's pool sends with every connection it takes back.
+    own: Option<Own>,
     statements: Statements,
     /// Set once the schema is known to be installed.
     installed: tokio::sync::OnceCell<()>,
@@ -248,13 +255,14 @@ impl PostgresDriver {
         Ok(())
     }
 
-    fn from_settings(settings: Settings, pool: PgPool) -> Self {
+    fn from_settings(settings: Settings, pool: PgPool, own: Option<Own>) -> Self {
         let statements = Statements::new(&settings.schema);
         let listener = Listener::new(&settings);
         Self {
             shared: Arc::new(Shared {
                 settings,
                 pool,
+                own,
                 statements,
                 installed: tokio::sync::OnceCell::new(),
                 listener,

@@ -53,11 +53,20 @@ CREATE TABLE IF NOT EXISTS __SCHEMA__.namespaces (
     quarantine_until timestamptz NOT NULL
 );
 
--- The server answering: its system identifier and its current timeline.
+-- The server answering: its system identifier and its current timeline. The identifier
+-- is read once per session (pg_control_system() reads the control file from disk) and
+-- kept in a setting of the session's: a session never moves to another server.
 CREATE OR REPLACE FUNCTION __SCHEMA__.server_v1()
-RETURNS text LANGUAGE sql VOLATILE AS $fn$
-    SELECT s.system_identifier::text || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8)
-      FROM pg_control_system() s
+RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    v_system text := current_setting('robit.system_identifier', true);
+BEGIN
+    IF v_system IS NULL OR v_system = '' THEN
+        SELECT s.system_identifier::text INTO v_system FROM pg_control_system() s;
+        PERFORM set_config('robit.system_identifier', v_system, false);
+    END IF;
+    RETURN v_system || '/' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8);
+END
 $fn$;
 
 -- When the namespace's quarantine ends: it begins (or goes on) when the namespace's state
