@@ -101,27 +101,40 @@ BEGIN
 END
 $fn$;
 
--- Queues (or keeps queued) a waiter; nothing for a single try (no waiter).
+-- Queues (or keeps queued) a waiter; nothing for a single try (no waiter). (Functions
+-- here are PL/pgSQL, whose plans a session keeps; an SQL function is planned anew at
+-- every call from another function.)
 CREATE OR REPLACE FUNCTION __SCHEMA__.queue_v1(
     p_namespace text, p_name bytea, p_waiter uuid, p_retry_ms bigint, p_now timestamptz)
-RETURNS void LANGUAGE sql AS $fn$
+RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF p_waiter IS NULL THEN
+        RETURN;
+    END IF;
     INSERT INTO __SCHEMA__.waiters AS w (namespace, name, waiter, queued_at, live_until)
-    SELECT p_namespace, p_name, p_waiter, p_now,
-           p_now + greatest(4 * p_retry_ms, 1000) * interval '1 millisecond'
-     WHERE p_waiter IS NOT NULL
-    ON CONFLICT (namespace, name, waiter) DO UPDATE SET live_until = EXCLUDED.live_until
+    VALUES (p_namespace, p_name, p_waiter, p_now,
+            p_now + greatest(4 * p_retry_ms, 1000) * interval '1 millisecond')
+    ON CONFLICT (namespace, name, waiter) DO UPDATE SET live_until = EXCLUDED.live_until;
+END
 $fn$;
 
 -- Tells the first live waiter of a lock, if any, that it is free: a notification on
 -- the channel __SCHEMA__ whose payload is the waiter's id (32 hex digits).
 CREATE OR REPLACE FUNCTION __SCHEMA__.wake_v1(p_namespace text, p_name bytea)
-RETURNS void LANGUAGE sql AS $fn$
-    SELECT pg_notify('__SCHEMA__', replace(w.waiter::text, '-', ''))
-      FROM (SELECT waiter FROM __SCHEMA__.waiters
-             WHERE namespace = p_namespace AND name = p_name
-               AND live_until > clock_timestamp()
-             ORDER BY queued_at, waiter
-             LIMIT 1) w
+RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+    v_waiter uuid;
+BEGIN
+    SELECT w.waiter INTO v_waiter
+      FROM __SCHEMA__.waiters w
+     WHERE w.namespace = p_namespace AND w.name = p_name
+       AND w.live_until > clock_timestamp()
+     ORDER BY w.queued_at, w.waiter
+     LIMIT 1;
+    IF FOUND THEN
+        PERFORM pg_notify('__SCHEMA__', replace(v_waiter::text, '-', ''));
+    END IF;
+END
 $fn$;
 
 -- One acquire attempt. Answers (1, token, NULL) granted; (2, NULL, ms) held, and for
@@ -137,8 +150,9 @@ CREATE OR REPLACE FUNCTION __SCHEMA__.acquire_v1(
 LANGUAGE plpgsql AS $fn$
 DECLARE
     v_now   timestamptz := clock_timestamp();
-    v_until timestamptz;
-    v_mine  timestamptz;
+    v_until  timestamptz;
+    v_mine   timestamptz;
+    v_queued bigint;
 BEGIN
     IF p_quarantine_ms IS NOT NULL THEN
         v_until := __SCHEMA__.quarantine_v1(p_namespace, p_quarantine_ms, v_now);
@@ -159,15 +173,18 @@ BEGIN
         left_ms := ceil(extract(epoch FROM v_until - v_now) * 1000);
         RETURN;
     END IF;
-    -- Free: the caller's, unless a live waiter queued before it.
-    SELECT w.queued_at INTO v_mine
+    -- Free: the caller's, unless a live waiter queued before it. (The queue is read
+    -- once: in the common case, nobody waits.)
+    SELECT count(*), max(w.queued_at) FILTER (WHERE w.waiter = p_waiter)
+      INTO v_queued, v_mine
       FROM __SCHEMA__.waiters w
-     WHERE w.namespace = p_namespace AND w.name = p_name AND w.waiter = p_waiter;
-    IF EXISTS (SELECT 1 FROM __SCHEMA__.waiters w
-                WHERE w.namespace = p_namespace AND w.name = p_name
-                  AND w.live_until > v_now
-                  AND w.waiter IS DISTINCT FROM p_waiter
-                  AND (v_mine IS NULL OR (w.queued_at, w.waiter) < (v_mine, p_waiter))) THEN
+     WHERE w.namespace = p_namespace AND w.name = p_name;
+    IF v_queued > 0 AND EXISTS (
+        SELECT 1 FROM __SCHEMA__.waiters w
+         WHERE w.namespace = p_namespace AND w.name = p_name
+           AND w.live_until > v_now
+           AND w.waiter IS DISTINCT FROM p_waiter
+           AND (v_mine IS NULL OR (w.queued_at, w.waiter) < (v_mine, p_waiter))) THEN
         PERFORM __SCHEMA__.queue_v1(p_namespace, p_name, p_waiter, p_retry_ms, v_now);
         status := 2;
         RETURN;
@@ -195,9 +212,11 @@ BEGIN
         left_ms := greatest(ceil(extract(epoch FROM v_until - clock_timestamp()) * 1000), 0);
         RETURN;
     END IF;
-    DELETE FROM __SCHEMA__.waiters w
-     WHERE w.namespace = p_namespace AND w.name = p_name
-       AND (w.waiter = p_waiter OR w.live_until <= v_now);
+    IF v_queued > 0 THEN
+        DELETE FROM __SCHEMA__.waiters w
+         WHERE w.namespace = p_namespace AND w.name = p_name
+           AND (w.waiter = p_waiter OR w.live_until <= v_now);
+    END IF;
     status := 1;
 END
 $fn$;
