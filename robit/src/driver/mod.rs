@@ -47,8 +47,10 @@ pub use self::fence::{FenceGate, FenceToken, StaleFence};
 pub use self::inspect::{Inspection, LockState};
 pub use self::lease::{Lease, Renewal};
 pub use self::name::LockName;
+#[cfg(feature = "redis")]
+pub(crate) use self::name::BUCKETS;
 #[cfg(any(feature = "redis", feature = "postgres"))]
-pub(crate) use self::name::{BUCKETS, bucket};
+pub(crate) use self::name::bucket;
 pub use self::owner::OwnerToken;
 #[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
 pub(crate) use self::owner::hex128;

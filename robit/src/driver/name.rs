@@ -93,6 +93,33 @@ impl fmt::Debug for LockName {
     }
 }
 
+/// How many buckets a namespace's lock names fall into, for a driver that keeps one
+/// fencing counter per bucket (Redis in cluster mode, Postgres): enough that locks of
+/// different names rarely share a counter (or, on a cluster, spread evenly over a few
+/// hundred masters), few enough that the counters, kept forever, stay a fixed, small set.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) const BUCKETS: u32 = 1024;
+
+/// The bucket of a lock name: 32-bit FNV-1a of its bytes, xor-folded to ten bits (its top
+/// ten bits xor its bottom ten: FNV-1a's own low bits spread names that differ in their
+/// last characters poorly). Fixed forever: every client of a namespace must compute the
+/// same.
+#[cfg(any(feature = "redis", feature = "postgres"))]
+pub(crate) fn bucket(name: &[u8]) -> u32 {
+    let hash = fnv1a(name);
+    ((hash >> 22) ^ hash) % BUCKETS
+}
+
+#[cfg(any(feature = "redis", feature = "postgres"))]
+fn fnv1a(bytes: &[u8]) -> u32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for &byte in bytes {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,31 +173,4 @@ mod tests {
             "LockName(\"orders/\\u{7}\\xff\")"
         );
     }
-}
-
-/// How many buckets a namespace's lock names fall into, for a driver that keeps one
-/// fencing counter per bucket (Redis in cluster mode, Postgres): enough that locks of
-/// different names rarely share a counter (or, on a cluster, spread evenly over a few
-/// hundred masters), few enough that the counters, kept forever, stay a fixed, small set.
-#[cfg(any(feature = "redis", feature = "postgres"))]
-pub(crate) const BUCKETS: u32 = 1024;
-
-/// The bucket of a lock name: 32-bit FNV-1a of its bytes, xor-folded to ten bits (its top
-/// ten bits xor its bottom ten: FNV-1a's own low bits spread names that differ in their
-/// last characters poorly). Fixed forever: every client of a namespace must compute the
-/// same.
-#[cfg(any(feature = "redis", feature = "postgres"))]
-pub(crate) fn bucket(name: &[u8]) -> u32 {
-    let hash = fnv1a(name);
-    ((hash >> 22) ^ hash) % BUCKETS
-}
-
-#[cfg(any(feature = "redis", feature = "postgres"))]
-fn fnv1a(bytes: &[u8]) -> u32 {
-    let mut hash: u32 = 0x811c_9dc5;
-    for &byte in bytes {
-        hash ^= u32::from(byte);
-        hash = hash.wrapping_mul(0x0100_0193);
-    }
-    hash
 }

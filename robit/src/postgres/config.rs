@@ -322,10 +322,10 @@ pub(super) fn connect_options(url: &str) -> Result<PgConnectOptions, PostgresCon
             url: hide_password(url),
             reason: err.to_string(),
         })?;
-    if !cfg!(feature = "postgres-tls") {
-        if let Some(mode) = required_tls(url) {
-            return Err(PostgresConfigError::TlsNotCompiled { mode });
-        }
+    if !cfg!(feature = "postgres-tls")
+        && let Some(mode) = required_tls(url)
+    {
+        return Err(PostgresConfigError::TlsNotCompiled { mode });
     }
     Ok(options)
 }

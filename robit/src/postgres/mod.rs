@@ -156,7 +156,7 @@ impl Shared {
                 self.create_schema().await
             })
             .await
-            .map(|()| ())
+            .copied()
     }
 
     async fn is_installed(&self) -> Result<bool, DriverError> {
@@ -253,6 +253,24 @@ impl PostgresDriver {
             ));
         }
         Ok(())
+    }
+
+    /// The SQL that creates robit's tables and functions in this driver's schema, for an
+    /// owner to run when the driver's role may not create them (or to review before it
+    /// does): the same file the driver runs on first use. Idempotent.
+    ///
+    /// ```
+    /// use robit::postgres::PostgresDriver;
+    ///
+    /// let driver = PostgresDriver::builder("postgres://app@db.internal/app")
+    ///     .schema("locks")
+    ///     .create_schema(false)
+    ///     .build()?;
+    /// assert!(driver.schema_sql().contains("CREATE TABLE IF NOT EXISTS locks.locks"));
+    /// # Ok::<(), robit::postgres::PostgresConfigError>(())
+    /// ```
+    pub fn schema_sql(&self) -> String {
+        Statements::schema_sql(&self.shared.settings.schema)
     }
 
     fn from_settings(settings: Settings, pool: PgPool, own: Option<Own>) -> Self {

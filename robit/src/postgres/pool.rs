@@ -77,14 +77,14 @@ impl Lent<'_> {
 
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
-        if let Some(connection) = self.connection.take() {
-            if self.kept {
-                self.own
-                    .idle
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .push(connection);
-            }
+        if let Some(connection) = self.connection.take()
+            && self.kept
+        {
+            self.own
+                .idle
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(connection);
         }
     }
 }

@@ -52,6 +52,11 @@ pub(super) struct Statements {
 }
 
 impl Statements {
+    /// The schema file for `schema`, as an owner runs it.
+    pub(super) fn schema_sql(schema: &str) -> String {
+        SCHEMA_SQL.replace("__SCHEMA__", schema)
+    }
+
     pub(super) fn new(schema: &str) -> Self {
         let s = schema;
         Self {

@@ -105,8 +105,6 @@ impl Settings {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn a_release_grants_straight_only_to_a_single_server_s_waiter_without_replica_acks() {
         let plain = crate::redis::RedisDriver::builder("redis://localhost")

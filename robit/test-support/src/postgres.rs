@@ -134,16 +134,16 @@ impl PostgresServer {
     fn wait_ready(&mut self) -> bool {
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(child) = self.child.as_mut() {
-                if matches!(child.try_wait(), Ok(Some(_))) {
-                    self.child = None;
-                    assert!(
-                        self.log().contains("could not bind"),
-                        "postgres exited:\n{}",
-                        self.log()
-                    );
-                    return false;
-                }
+            if let Some(child) = self.child.as_mut()
+                && matches!(child.try_wait(), Ok(Some(_)))
+            {
+                self.child = None;
+                assert!(
+                    self.log().contains("could not bind"),
+                    "postgres exited:\n{}",
+                    self.log()
+                );
+                return false;
             }
             let ready = self
                 .command("pg_isready")
@@ -458,16 +458,16 @@ impl Pgbouncer {
     fn wait_ready(&mut self) -> bool {
         let give_up = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Some(child) = self.child.as_mut() {
-                if matches!(child.try_wait(), Ok(Some(_))) {
-                    self.child = None;
-                    assert!(
-                        self.log().contains("Address already in use"),
-                        "pgbouncer exited:\n{}",
-                        self.log()
-                    );
-                    return false;
-                }
+            if let Some(child) = self.child.as_mut()
+                && matches!(child.try_wait(), Ok(Some(_)))
+            {
+                self.child = None;
+                assert!(
+                    self.log().contains("Address already in use"),
+                    "pgbouncer exited:\n{}",
+                    self.log()
+                );
+                return false;
             }
             if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
                 return true;

@@ -105,7 +105,8 @@ async fn a_listen_url_wakes_waiters_on_a_direct_connection_while_calls_go_throug
     }
     let released = Instant::now();
     holder.unlock().await.unwrap();
-    waiting.await.unwrap().unwrap();
+    let granted = waiting.await.unwrap().unwrap();
+    granted.unlock().await.unwrap();
     assert!(
         released.elapsed() < Duration::from_secs(30),
         "the waiter was not woken: {:?}",

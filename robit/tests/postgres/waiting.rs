@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
-use robit::driver::{Acquire, AcquireRequest, LockName, Waiter};
+use robit::driver::{AcquireRequest, LockName, Waiter};
 use robit::{Backoff, Driver, Mutex, Wait};
 use robit_test_support::postgres::PostgresServer;
 use tokio::time::Instant;
