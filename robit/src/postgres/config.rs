@@ -317,6 +317,12 @@ fn own_pool(settings: &Settings) -> PgPoolOptions {
 
 /// `url` parsed, with a clear error for what cannot work.
 pub(super) fn connect_options(url: &str) -> Result<PgConnectOptions, PostgresConfigError> {
+    if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+        return Err(PostgresConfigError::InvalidUrl {
+            url: hide_password(url),
+            reason: "the scheme must be postgres:// or postgresql://".to_owned(),
+        });
+    }
     let options =
         PgConnectOptions::from_str(url).map_err(|err| PostgresConfigError::InvalidUrl {
             url: hide_password(url),

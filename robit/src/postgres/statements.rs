@@ -158,8 +158,8 @@ mod tests {
             &statements.inspect,
             &statements.guard,
         ] {
-            assert!(statement.contains("locks_2."), "{statement}");
-            assert!(!statement.contains("robit."), "{statement}");
+            assert!(statement.contains("locks_2"), "{statement}");
+            assert!(!statement.contains("robit"), "{statement}");
         }
     }
 
