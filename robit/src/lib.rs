@@ -31,7 +31,8 @@
 //! [`MutexBuilder`], [`Guard`]), `locker/` ([`Locker`]: locking by name), `engine/` (the
 //! state machine behind both, with the acquire loop and the watchdog as its children),
 //! `driver/` (the contract a backend implements), and the drivers `local/`, `redis/`
-//! (which holds the quorum driver, `redis/redlock/`) and `etcd/` (feature `etcd`).
+//! (which holds the quorum driver, `redis/redlock/`), `etcd/` (feature `etcd`) and
+//! `postgres/` (feature `postgres`).
 //!
 //! - [`Mutex`], built by [`MutexBuilder`]: lock/unlock, the watchdog, loss signalling,
 //!   [`Stats`]. Scoped style through [`Guard`], or explicit `acquire`/`unlock`.
@@ -45,7 +46,8 @@
 //!   [`Driver::force_release`].
 //! - [`FenceToken`] and [`FenceGate`]: fencing, on both sides.
 //! - [`LocalDriver`], the in-process backend; the modules `redis` (feature `redis`, on by
-//!   default) and `etcd` (feature `etcd`) for the shared ones.
+//!   default), `etcd` (feature `etcd`) and `postgres` (feature `postgres`) for the
+//!   shared ones.
 //!
 //! Three modules serve other readers than the application author:
 //!

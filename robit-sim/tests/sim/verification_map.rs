@@ -9,13 +9,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The map's columns: every driver robit ships, in the order the map lists them.
-const DRIVERS: [&str; 6] = [
+const DRIVERS: [&str; 7] = [
     "local",
     "Redis on one server",
     "Redis with Sentinel",
     "Redis Cluster",
     "Redlock",
     "etcd",
+    "Postgres",
 ];
 
 /// The map's rows: the promises and the documented behaviours.

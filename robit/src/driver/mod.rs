@@ -46,9 +46,9 @@ pub use self::error::{BoxError, DriverError};
 pub use self::fence::{FenceGate, FenceToken, StaleFence};
 pub use self::inspect::{Inspection, LockState};
 pub use self::lease::{Lease, Renewal};
-pub use self::name::LockName;
 #[cfg(feature = "redis")]
 pub(crate) use self::name::BUCKETS;
+pub use self::name::LockName;
 #[cfg(any(feature = "redis", feature = "postgres"))]
 pub(crate) use self::name::bucket;
 pub use self::owner::OwnerToken;

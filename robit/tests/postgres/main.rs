@@ -4,6 +4,9 @@
 
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
+mod behaviours;
+#[cfg(feature = "postgres")]
+#[allow(clippy::unwrap_used)]
 mod driver;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used, clippy::print_stderr)]
