@@ -35,6 +35,7 @@ pub(super) async fn acquire(
         Arg::Uuid(request.waiter.map(|waiter| waiter.id)),
         Arg::Int(retry),
         Arg::MaybeInt(quarantine(shared, request)),
+        Arg::Int(lock_timeout(shared)),
     ];
     let row = shared
         .fetch_one(what, &shared.statements.acquire, &args)
@@ -55,6 +56,13 @@ fn quarantine(shared: &Shared, request: &AcquireRequest) -> Option<i64> {
     settings
         .detect_failover
         .then(|| millis(settings.quarantine.max(request.ttl + request.lock_delay)))
+}
+
+/// How long the acquire may wait for a row lock: three quarters of the request
+/// timeout, so that it fails while its caller still waits for the answer, rather than
+/// grant after the caller gave up (a grant nobody holds, until its TTL ends).
+fn lock_timeout(shared: &Shared) -> i64 {
+    millis(shared.settings.request_timeout * 3 / 4).max(1)
 }
 
 /// What an answer of `acquire_v1` means.

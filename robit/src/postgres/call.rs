@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use sqlx::error::BoxDynError;
-use sqlx::postgres::{PgArguments, PgQueryResult, PgRow, PgStatement};
+use sqlx::postgres::{PgArguments, PgRow, PgStatement};
 use sqlx::{Execute, Executor};
 
 use super::Shared;
@@ -46,41 +46,21 @@ impl Shared {
             let query = statement(sql, inlined.as_deref(), args);
             return self.call(what, (&self.pool).fetch_one(query)).await;
         };
-        self.call(what, async {
-            let mut lent = own.lend().await?;
-            let query = statement(sql, inlined.as_deref(), args);
-            let row = lent.connection().fetch_one(query).await?;
-            lent.keep();
-            Ok(row)
-        })
-        .await
-    }
-
-    /// Runs `sql` with `args` and returns how many rows it changed.
-    pub(super) async fn execute(
-        &self,
-        what: &'static str,
-        sql: &str,
-        args: &[Arg<'_>],
-    ) -> Result<u64, DriverError> {
-        let inlined = self.settings.transaction_pooler.then(|| inline(sql, args));
-        let done: PgQueryResult = match &self.own {
-            None => {
+        let answer = self
+            .call(what, async {
+                let mut lent = own.lend().await?;
                 let query = statement(sql, inlined.as_deref(), args);
-                self.call(what, (&self.pool).execute(query)).await?
-            }
-            Some(own) => {
-                self.call(what, async {
-                    let mut lent = own.lend().await?;
-                    let query = statement(sql, inlined.as_deref(), args);
-                    let done = lent.connection().execute(query).await?;
-                    lent.keep();
-                    Ok(done)
-                })
-                .await?
-            }
-        };
-        Ok(done.rows_affected())
+                let row = lent.connection().fetch_one(query).await?;
+                lent.keep();
+                Ok(row)
+            })
+            .await;
+        if answer.as_ref().is_err_and(DriverError::is_transient) {
+            // The server went away, or the link: the idle connections likely went with
+            // it, and each would cost the next calls a timeout to find out.
+            own.forget_idle();
+        }
+        answer
     }
 }
 
@@ -187,19 +167,19 @@ pub(super) fn inline(sql: &str, args: &[Arg<'_>]) -> String {
     out
 }
 
-/// `arg` as an SQL literal of its type. Text doubles its quotes (the server's
-/// `standard_conforming_strings`, on since Postgres 9.1, reads backslashes as they are);
-/// bytes are hex; the rest are digits.
+/// `arg` as an SQL literal of its type, read the same whatever the server's
+/// `standard_conforming_strings`: text as an escape string (`E'…'`, its backslashes and
+/// quotes doubled), bytes as hex decoded by the server, the rest as digits.
 fn literal(arg: Arg<'_>) -> String {
     match arg {
-        Arg::Text(text) => format!("'{}'", text.replace('\'', "''")),
+        Arg::Text(text) => format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''")),
         Arg::Bytes(bytes) => {
-            let mut hex = String::with_capacity(bytes.len() * 2 + 16);
-            hex.push_str("'\\x");
+            let mut hex = String::with_capacity(bytes.len() * 2 + 24);
+            hex.push_str("decode('");
             for byte in bytes {
                 let _ = write!(hex, "{byte:02x}");
             }
-            hex.push_str("'::bytea");
+            hex.push_str("', 'hex')");
             hex
         }
         Arg::Uuid(Some(id)) => format!("'{}'", uuid_text(id)),
@@ -223,7 +203,7 @@ mod tests {
     fn arguments_are_written_in_as_literals_of_their_types() {
         let sql = "SELECT f($1, $2, $3::uuid, $4::uuid, $5, $6, $7, $8, $9, $10)";
         let args = [
-            Arg::Text("it's $2"),
+            Arg::Text("it's $2 \\"),
             Arg::Bytes(b"\x00\xffa'"),
             Arg::Uuid(Some(0xab)),
             Arg::Uuid(None),
@@ -236,7 +216,7 @@ mod tests {
         ];
         assert_eq!(
             inline(sql, &args),
-            "SELECT f('it''s $2', '\\x00ff6127'::bytea, \
+            "SELECT f(E'it''s $2 \\\\', decode('00ff6127', 'hex'), \
              '000000000000000000000000000000ab'::uuid, NULL::uuid, -3, 618::smallint, 7, 8, \
              9, NULL)"
         );

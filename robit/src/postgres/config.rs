@@ -352,18 +352,24 @@ fn required_tls(url: &str) -> Option<String> {
 }
 
 /// `url` with the password, if any, replaced: in the authority, and as a `password`
-/// option.
+/// option. The credentials end at the last `@` (a password may hold `/`, `?` or `@`
+/// unencoded, and the URL is then refused: its message must not show it); where that
+/// guess is wrong, more is hidden, never less.
 pub(super) fn hide_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let (authority, tail) = rest.split_at(rest.find(['/', '?']).unwrap_or(rest.len()));
-    let authority = match authority.rsplit_once('@') {
-        Some((credentials, host)) => match credentials.split_once(':') {
-            Some((user, _)) => format!("{user}:<hidden>@{host}"),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
+    let (authority, tail) = match rest.rfind('@') {
+        Some(at) if rest[..at].contains(':') => {
+            let user = &rest[..rest.find(':').unwrap_or(at)];
+            let after = &rest[at + 1..];
+            let end = after.find(['/', '?']).unwrap_or(after.len());
+            (format!("{user}:<hidden>@{}", &after[..end]), &after[end..])
+        }
+        _ => {
+            let end = rest.find(['/', '?']).unwrap_or(rest.len());
+            (rest[..end].to_owned(), &rest[end..])
+        }
     };
     let tail = match tail.split_once('?') {
         Some((path, query)) => {

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::call::Arg;
+use super::call::{Arg, column};
 use super::{Shared, millis};
 use crate::driver::{DriverError, FenceToken, Lease, LockName, OwnerToken, Renewal};
 
@@ -39,8 +39,8 @@ impl Lease for PostgresLease {
         self.fence
     }
 
-    /// One `UPDATE`: the lease ends `ttl` after the server runs it, if the row is still
-    /// this grant's and live.
+    /// One call of `renew_v1`: the lease ends `ttl` after the server runs it, if the row
+    /// is still this grant's and live.
     async fn renew(&self, ttl: Duration) -> Result<Renewal, DriverError> {
         let shared = &self.shared;
         let args = [
@@ -50,10 +50,11 @@ impl Lease for PostgresLease {
             Arg::Int(self.fence_value()),
             Arg::Int(millis(ttl)),
         ];
-        let changed = shared
-            .execute("renewing a Postgres lock", &shared.statements.renew, &args)
+        let what = "renewing a Postgres lock";
+        let row = shared
+            .fetch_one(what, &shared.statements.renew, &args)
             .await?;
-        Ok(if changed == 1 {
+        Ok(if column(shared, what, &row, 0)? {
             Renewal::Renewed
         } else {
             Renewal::Lost

@@ -218,8 +218,9 @@ impl PostgresDriver {
     }
 
     /// A builder for a driver on the application's own pool: its connections, limits and
-    /// TLS settings. The driver holds a connection only for one statement at a time, and
-    /// one more for listening (opened from the pool's settings, outside the pool).
+    /// TLS settings. The driver holds a connection of it only for one statement at a
+    /// time (or a guarded transaction), and opens one more for listening, from the pool's
+    /// settings, outside the pool.
     pub fn builder_with_pool(pool: PgPool) -> PostgresDriverBuilder {
         PostgresDriverBuilder::new(Source::Pool(pool))
     }
@@ -275,7 +276,7 @@ impl PostgresDriver {
 
     fn from_settings(settings: Settings, pool: PgPool, own: Option<Own>) -> Self {
         let statements = Statements::new(&settings.schema);
-        let listener = Listener::new(&settings);
+        let listener = Listener::new(&settings, &pool);
         Self {
             shared: Arc::new(Shared {
                 settings,

@@ -28,6 +28,15 @@ impl Own {
         }
     }
 
+    /// Closes every idle connection: after a call failed in a way that may have taken
+    /// them along (a lost server or link).
+    pub(super) fn forget_idle(&self) {
+        self.idle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// A connection for one call: an idle one, or a new one.
     pub(super) async fn lend(&self) -> Result<Lent<'_>, sqlx::Error> {
         let permit = self

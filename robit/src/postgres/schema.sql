@@ -145,15 +145,21 @@ $fn$;
 CREATE OR REPLACE FUNCTION __SCHEMA__.acquire_v1(
     p_namespace text, p_name bytea, p_bucket smallint, p_owner uuid,
     p_ttl_ms bigint, p_delay_ms bigint, p_waiter uuid, p_retry_ms bigint,
-    p_quarantine_ms bigint,
+    p_quarantine_ms bigint, p_lock_timeout_ms bigint,
     OUT status smallint, OUT fence bigint, OUT left_ms bigint)
 LANGUAGE plpgsql AS $fn$
 DECLARE
-    v_now   timestamptz := clock_timestamp();
+    v_now    timestamptz := clock_timestamp();
     v_until  timestamptz;
     v_mine   timestamptz;
     v_queued bigint;
 BEGIN
+    -- A grant is acknowledged only once it is on disk (and on a synchronous standby, if
+    -- one is configured), whatever the session's setting: a crash must not lose one.
+    PERFORM set_config('synchronous_commit', 'on', true);
+    -- A row lock waited for longer than the caller waits (behind a guarded commit, say)
+    -- fails the attempt rather than granting after the caller gave up.
+    PERFORM set_config('lock_timeout', p_lock_timeout_ms::text, true);
     IF p_quarantine_ms IS NOT NULL THEN
         v_until := __SCHEMA__.quarantine_v1(p_namespace, p_quarantine_ms, v_now);
         IF v_until > v_now THEN
@@ -218,6 +224,23 @@ BEGIN
            AND (w.waiter = p_waiter OR w.live_until <= v_now);
     END IF;
     status := 1;
+END
+$fn$;
+
+-- Extends the grant (owner, fence) to `p_ttl_ms` from now, if it is still there and has
+-- not ended. Whether it was.
+CREATE OR REPLACE FUNCTION __SCHEMA__.renew_v1(
+    p_namespace text, p_name bytea, p_owner uuid, p_fence bigint, p_ttl_ms bigint)
+RETURNS boolean LANGUAGE plpgsql AS $fn$
+BEGIN
+    -- A renewal lost in a crash would leave the holder believing in a longer grant than
+    -- the server keeps.
+    PERFORM set_config('synchronous_commit', 'on', true);
+    UPDATE __SCHEMA__.locks
+       SET expires_at = clock_timestamp() + p_ttl_ms * interval '1 millisecond'
+     WHERE namespace = p_namespace AND name = p_name AND owner = p_owner
+       AND fence = p_fence AND expires_at > clock_timestamp();
+    RETURN FOUND;
 END
 $fn$;
 

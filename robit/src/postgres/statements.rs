@@ -6,11 +6,12 @@ const SCHEMA_SQL: &str = include_str!("schema.sql");
 
 /// The functions' signatures, for the check that they are installed; the last one the
 /// schema file creates comes first.
-const FUNCTIONS: [&str; 8] = [
+const FUNCTIONS: [&str; 9] = [
     "withdraw_v1(text,bytea,uuid)",
     "force_release_v1(text,bytea,uuid)",
     "release_v1(text,bytea,uuid,bigint)",
-    "acquire_v1(text,bytea,smallint,uuid,bigint,bigint,uuid,bigint,bigint)",
+    "renew_v1(text,bytea,uuid,bigint,bigint)",
+    "acquire_v1(text,bytea,smallint,uuid,bigint,bigint,uuid,bigint,bigint,bigint)",
     "wake_v1(text,bytea)",
     "queue_v1(text,bytea,uuid,bigint,timestamptz)",
     "quarantine_v1(text,bigint,timestamptz)",
@@ -32,9 +33,10 @@ pub(super) struct Statements {
     pub(super) missing: String,
     /// `$1` namespace, `$2` name, `$3` bucket, `$4` owner, `$5` TTL ms, `$6` lock-delay
     /// ms, `$7` waiter (or NULL), `$8` the waiter's poll interval ms, `$9` the
-    /// quarantine ms (NULL: no failover detection): status, fence, left ms.
+    /// quarantine ms (NULL: no failover detection), `$10` the longest wait for a row
+    /// lock, ms: status, fence, left ms.
     pub(super) acquire: String,
-    /// `$1` namespace, `$2` name, `$3` owner, `$4` fence, `$5` TTL ms: one row if renewed.
+    /// `$1` namespace, `$2` name, `$3` owner, `$4` fence, `$5` TTL ms: whether renewed.
     pub(super) renew: String,
     /// `$1` namespace, `$2` name, `$3` owner, `$4` fence.
     pub(super) release: String,
@@ -72,13 +74,9 @@ impl Statements {
             missing: missing_privileges(s),
             acquire: format!(
                 "SELECT status, fence, left_ms FROM {s}.acquire_v1($1, $2, $3, $4::uuid, $5, \
-                 $6, $7::uuid, $8, $9)"
+                 $6, $7::uuid, $8, $9, $10)"
             ),
-            renew: format!(
-                "UPDATE {s}.locks SET expires_at = clock_timestamp() + $5 * interval \
-                 '1 millisecond' WHERE namespace = $1 AND name = $2 AND owner = $3::uuid \
-                 AND fence = $4 AND expires_at > clock_timestamp()"
-            ),
+            renew: format!("SELECT {s}.renew_v1($1, $2, $3::uuid, $4, $5)"),
             release: format!("SELECT {s}.release_v1($1, $2, $3::uuid, $4)"),
             withdraw: format!("SELECT {s}.withdraw_v1($1, $2, $3::uuid)"),
             force_release: format!("SELECT {s}.force_release_v1($1, $2, $3::uuid)"),
@@ -126,6 +124,17 @@ fn missing_privileges(schema: &str) -> String {
             "CASE WHEN NOT has_function_privilege((SELECT p.oid FROM pg_proc p JOIN \
              pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = '{schema}' AND \
              p.proname = '{name}'), 'EXECUTE') THEN 'EXECUTE on {schema}.{function}' END"
+        ));
+    }
+    // The server's identity, for failover detection: callable by PUBLIC unless revoked.
+    for builtin in [
+        "pg_control_system()",
+        "pg_current_wal_lsn()",
+        "pg_walfile_name(pg_lsn)",
+    ] {
+        checks.push(format!(
+            "CASE WHEN NOT has_function_privilege('{builtin}', 'EXECUTE') THEN 'EXECUTE \
+             on {builtin}' END"
         ));
     }
     format!(

@@ -25,7 +25,7 @@ const RECONNECT_AFTER: Duration = Duration::from_secs(1);
 pub(super) struct Listener {
     /// The waiters of this driver that wait now, by id.
     registry: Arc<WatchRegistry<u128>>,
-    /// Where the listening connection comes from: `None` when waiters poll.
+    /// Where the listening connection comes from: a pool of one, outside the driver's.
     pool: Option<PgPool>,
     task: StdMutex<Option<AbortHandle>>,
     /// Whether the waiters' polling has been logged.
@@ -33,21 +33,25 @@ pub(super) struct Listener {
 }
 
 impl Listener {
-    pub(super) fn new(settings: &Settings) -> Self {
-        let direct = settings.listen_url.as_deref().and_then(|url| {
-            let options = connect_options(url).ok()?;
-            Some(
-                PgPoolOptions::new()
-                    .max_connections(1)
-                    .min_connections(0)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .connect_lazy_with(options),
-            )
+    /// A listener on `settings.listen_url` if given, else on the server `pool` reaches,
+    /// over a connection of its own, outside `pool`: a listening connection is never
+    /// given back, and would leave the pool one short for good.
+    pub(super) fn new(settings: &Settings, pool: &PgPool) -> Self {
+        let options = match settings.listen_url.as_deref() {
+            Some(url) => connect_options(url).ok(),
+            None => Some((*pool.connect_options()).clone()),
+        };
+        let pool = options.map(|options| {
+            PgPoolOptions::new()
+                .max_connections(1)
+                .min_connections(0)
+                .idle_timeout(None)
+                .max_lifetime(None)
+                .connect_lazy_with(options)
         });
         Self {
             registry: Arc::default(),
-            pool: direct,
+            pool,
             task: StdMutex::new(None),
             polling_said: AtomicBool::new(false),
         }
@@ -74,10 +78,13 @@ pub(super) fn watch_release(shared: &Arc<Shared>, request: &AcquireRequest) -> R
         return ReleaseWatch::never();
     };
     let listener = &shared.listener;
-    let pool = match (&listener.pool, shared.settings.transaction_pooler) {
-        (Some(pool), _) => pool.clone(),
-        (None, false) => shared.pool.clone(),
-        (None, true) => {
+    let settings = &shared.settings;
+    let pool = match (
+        &listener.pool,
+        settings.transaction_pooler && settings.listen_url.is_none(),
+    ) {
+        (Some(pool), false) => pool.clone(),
+        _ => {
             if !listener.polling_said.swap(true, Ordering::Relaxed) {
                 tracing::info!(target: "robit", "postgres: waiters poll for releases, since notifications cannot come back through a transaction-mode pooler; give the driver a listen_url that reaches the server directly to wake them at once");
             }

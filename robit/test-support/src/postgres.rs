@@ -130,7 +130,7 @@ impl PostgresServer {
     }
 
     /// Waits until the server accepts connections; false if it exited because its port
-    /// was taken.
+    /// was taken, or its predecessor's backends still held its data directory.
     fn wait_ready(&mut self) -> bool {
         let give_up = Instant::now() + Duration::from_secs(30);
         loop {
@@ -138,11 +138,13 @@ impl PostgresServer {
                 && matches!(child.try_wait(), Ok(Some(_)))
             {
                 self.child = None;
-                assert!(
-                    self.log().contains("could not bind"),
-                    "postgres exited:\n{}",
-                    self.log()
-                );
+                // Its port taken, or, after a kill, the old server's backends not gone
+                // yet (they hold its shared memory and lock file a moment longer).
+                let log = self.log();
+                let retry = ["could not bind", "is still in use", "lock file"]
+                    .iter()
+                    .any(|cause| log.contains(cause));
+                assert!(retry, "postgres exited:\n{log}");
                 return false;
             }
             let ready = self

@@ -113,3 +113,40 @@ async fn a_listen_url_wakes_waiters_on_a_direct_connection_while_calls_go_throug
         released.elapsed()
     );
 }
+
+#[tokio::test]
+async fn arguments_written_in_as_literals_name_the_same_rows_as_bound_ones() {
+    let server = PostgresServer::start();
+    let bouncer = Pgbouncer::start(&server, 2);
+    // Quotes, a backslash and a dollar sign in the namespace; every byte in the name.
+    let namespace = "it's a \\ $1 test";
+    let name: Vec<u8> = (0..=255).collect();
+    let pooled = pooled(&bouncer).namespace(namespace).build().unwrap();
+    let direct = PostgresDriver::builder(server.url())
+        .namespace(namespace)
+        .build()
+        .unwrap();
+    // Backslashes in plain strings are escapes for every new session.
+    server.psql("ALTER DATABASE postgres SET standard_conforming_strings = off");
+    let request = |owner| {
+        robit::driver::AcquireRequest::new(
+            robit::driver::LockName::from(name.clone()),
+            robit::driver::OwnerToken::from_u128(owner),
+            Duration::from_secs(30),
+        )
+    };
+    let held = robit::Driver::acquire(&pooled, &request(1)).await.unwrap();
+    assert!(
+        matches!(held, robit::driver::Acquire::Granted(_)),
+        "{held:?}"
+    );
+    let other = robit::Driver::acquire(&direct, &request(2)).await.unwrap();
+    assert!(
+        matches!(other, robit::driver::Acquire::Held { .. }),
+        "{other:?}"
+    );
+    let seen = robit::Driver::inspect(&direct, &robit::driver::LockName::from(name.clone()))
+        .await
+        .unwrap();
+    assert_eq!(seen.holder, Some(robit::driver::OwnerToken::from_u128(1)));
+}

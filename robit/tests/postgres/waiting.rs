@@ -95,3 +95,43 @@ async fn waiters_are_granted_in_the_order_they_came_each_woken_by_the_release() 
         released.elapsed()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_on_the_application_s_pool_of_one_connection_listens_beside_it() {
+    let server = PostgresServer::start();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect_lazy(&server.url())
+        .unwrap();
+    let driver = robit::postgres::PostgresDriver::builder_with_pool(pool)
+        .request_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let mutex = || Mutex::builder("job", driver.clone()).build().unwrap();
+    let holder = mutex().lock().await.unwrap();
+    let waiter = mutex();
+    let waiting = tokio::spawn(async move {
+        waiter
+            .lock_with(Wait::Timeout(Duration::from_secs(20)))
+            .await
+    });
+    while driver
+        .inspect(&LockName::from("job"))
+        .await
+        .unwrap()
+        .waiters
+        == 0
+    {
+        tokio::task::yield_now().await;
+    }
+    // The listening connection is the waiter's now: the pool's one connection is not.
+    let served = tokio::time::timeout(Duration::from_secs(30), async {
+        holder.unlock().await.unwrap();
+        waiting.await.unwrap().unwrap().unlock().await.unwrap();
+    })
+    .await;
+    assert!(
+        served.is_ok(),
+        "the pool's one connection was taken for good"
+    );
+}
