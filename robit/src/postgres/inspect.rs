@@ -1,4 +1,4 @@
-//! For operators: what a lock's row and queue hold, and freeing a stuck holder's lock.
+//! For operators: what a lock's row and queue hold.
 
 use std::time::Duration;
 
@@ -50,23 +50,6 @@ fn inspection((holder, fence, left, delay_left, waiters): Row) -> Inspection {
         .map(FenceToken::new);
     inspection.expires_in = left.or(delay_left);
     inspection
-}
-
-pub(super) async fn force_release(
-    shared: &Shared,
-    name: &LockName,
-    holder: OwnerToken,
-) -> Result<bool, DriverError> {
-    let what = "releasing a Postgres lock by force";
-    let args = [
-        Arg::Text(shared.namespace()),
-        Arg::Bytes(name.as_bytes()),
-        Arg::Uuid(Some(holder.as_u128())),
-    ];
-    let row = shared
-        .fetch_one(what, &shared.statements.force_release, &args)
-        .await?;
-    column(shared, what, &row, 0)
 }
 
 #[cfg(test)]

@@ -49,11 +49,13 @@ mod acquire;
 mod call;
 mod config;
 mod error;
+mod force_release;
 mod guarded;
 mod inspect;
 mod lease;
 mod pool;
 mod statements;
+mod url;
 mod watch;
 
 use std::fmt;
@@ -343,6 +345,6 @@ impl Driver for PostgresDriver {
         name: &LockName,
         holder: OwnerToken,
     ) -> Result<bool, DriverError> {
-        inspect::force_release(&self.shared, name, holder).await
+        force_release::force_release(&self.shared, name, holder).await
     }
 }

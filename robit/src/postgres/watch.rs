@@ -14,7 +14,8 @@ use sqlx::postgres::{PgListener, PgPoolOptions};
 use tokio::task::AbortHandle;
 
 use super::Shared;
-use super::config::{Settings, connect_options};
+use super::config::Settings;
+use super::url::connect_options;
 use crate::driver::{AcquireRequest, ReleaseWatch, WatchRegistry};
 
 /// How long the listener waits before it connects again after a failure.
