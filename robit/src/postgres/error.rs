@@ -16,6 +16,16 @@ pub(super) fn classify(what: &'static str, schema: &str, err: Error) -> DriverEr
         Error::Configuration(_) | Error::Tls(_) => {
             return permanent("check the URL and the TLS settings".to_owned(), err);
         }
+        // What the TLS stack reports of a certificate it refused (an authority that did
+        // not sign it, another host's name) arrives as invalid data on the socket.
+        Error::Io(io) if io.kind() == std::io::ErrorKind::InvalidData => {
+            return permanent(
+                "the TLS handshake failed: check sslrootcert and that the URL's host is a \
+                 name the server's certificate carries"
+                    .to_owned(),
+                err,
+            );
+        }
         Error::ColumnDecode { .. } | Error::Decode(_) | Error::ColumnNotFound(_) => {
             return permanent(
                 format!(
@@ -119,6 +129,20 @@ mod tests {
             let said = classified.to_string();
             assert!(said.contains("acquiring a Postgres lock: "), "{said}");
         }
+    }
+
+    #[test]
+    fn a_certificate_the_tls_stack_refused_is_permanent_and_says_what_to_check() {
+        let refused = std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "invalid peer certificate: BadSignature",
+        );
+        let classified = classify("checking robit's schema", "robit", Error::Io(refused));
+        assert!(!classified.is_transient());
+        assert!(
+            classified.to_string().contains("sslrootcert"),
+            "{classified}"
+        );
     }
 
     #[test]

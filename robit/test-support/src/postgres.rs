@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-use crate::host::free_port;
+use crate::host::{Certificates, free_port};
 
 /// The superuser of the test's cluster; it trusts every local connection.
 pub const SUPERUSER: &str = "robit";
@@ -29,25 +29,68 @@ pub struct PostgresServer {
     dir: TempDir,
     port: u16,
     user: Option<(u32, u32)>,
+    /// Settings of its own, `-c name=value` each.
+    settings: Vec<String>,
     child: Option<Child>,
 }
 
 impl PostgresServer {
     /// A fresh cluster, started, accepting connections.
     pub fn start() -> Self {
+        Self::start_with(|_| Vec::new())
+    }
+
+    /// A fresh cluster that speaks TLS (and plain TCP), with a certificate for
+    /// `localhost` signed by a throwaway authority; returns the path of the authority's
+    /// certificate too, for a client's `sslrootcert`.
+    pub fn start_tls() -> (Self, PathBuf) {
+        let mut authority = PathBuf::new();
+        let server = Self::start_with(|dir| {
+            let certificates = Certificates::write_to(dir);
+            authority = certificates.ca.clone();
+            vec![
+                "ssl=on".to_owned(),
+                format!("ssl_cert_file={}", certificates.cert.display()),
+                format!("ssl_key_file={}", certificates.key.display()),
+            ]
+        });
+        (server, authority)
+    }
+
+    /// A fresh cluster started with the settings `settings` gives, from the temp dir
+    /// (where it may write files first), accepting connections.
+    fn start_with(settings: impl FnOnce(&Path) -> Vec<String>) -> Self {
         let bindir = bindir();
         let dir = tempfile::tempdir().expect("no temp dir");
         let user = run_as();
+        let settings = settings(dir.path());
         if let Some((uid, gid)) = user {
+            for entry in std::fs::read_dir(dir.path())
+                .expect("the temp dir")
+                .flatten()
+            {
+                chown(entry.path(), Some(uid), Some(gid)).expect("chown a file of the server's");
+            }
             chown(dir.path(), Some(uid), Some(gid)).expect("chown the temp dir");
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
                 .expect("chmod the temp dir");
+        }
+        for entry in std::fs::read_dir(dir.path())
+            .expect("the temp dir")
+            .flatten()
+        {
+            // Postgres refuses a private key that others may read.
+            if entry.path().extension().is_some_and(|ext| ext == "key") {
+                std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o600))
+                    .expect("chmod the key");
+            }
         }
         let mut server = Self {
             bindir,
             dir,
             port: 0,
             user,
+            settings,
             child: None,
         };
         server.initdb();
@@ -122,6 +165,11 @@ impl PostgresServer {
             ))
             .args(["-c", "fsync=off", "-c", "full_page_writes=off"])
             .args(["-c", "shared_buffers=32MB", "-c", "max_connections=200"])
+            .args(
+                self.settings
+                    .iter()
+                    .flat_map(|setting| ["-c", setting.as_str()]),
+            )
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -179,6 +227,7 @@ impl PostgresServer {
             dir,
             port: 0,
             user: primary.user,
+            settings: primary.settings.clone(),
             child: None,
         };
         let output = replica

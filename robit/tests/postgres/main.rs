@@ -23,6 +23,9 @@ mod pooler;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
 mod schema;
+#[cfg(feature = "postgres-tls")]
+#[allow(clippy::unwrap_used)]
+mod tls;
 #[cfg(feature = "postgres")]
 #[allow(clippy::unwrap_used)]
 mod waiting;
