@@ -74,10 +74,8 @@ fn answered(
     match (status, fence) {
         (GRANTED, Some(fence)) => {
             let fence = u64::try_from(fence)
-                .ok()
-                .filter(|&fence| fence > 0)
                 .map(FenceToken::new)
-                .ok_or_else(|| unexpected(status, Some(fence)))?;
+                .map_err(|_| unexpected(status, Some(fence)))?;
             Ok(Acquire::Granted(Arc::new(PostgresLease {
                 shared: Arc::clone(shared),
                 name: request.name.clone(),

@@ -89,11 +89,10 @@ impl<'q> Execute<'q, sqlx::Postgres> for Statement<'q> {
         }
     }
 
+    /// Neither kind is built from a statement prepared beforehand: sqlx prepares (and
+    /// keeps) it on the connection.
     fn statement(&self) -> Option<&PgStatement<'q>> {
-        match self {
-            Self::Simple(query) => Execute::<sqlx::Postgres>::statement(query),
-            Self::Prepared(query) => query.statement(),
-        }
+        None
     }
 
     fn take_arguments(&mut self) -> Result<Option<PgArguments>, BoxDynError> {
@@ -149,7 +148,7 @@ fn prepared<'q>(
 /// `sql` with each `$n` replaced by `args[n - 1]` written as a literal, in one pass, so
 /// that nothing written in is read again (a namespace holding `$2` stays as it is).
 pub(super) fn inline(sql: &str, args: &[Arg<'_>]) -> String {
-    let mut out = String::with_capacity(sql.len() + 64);
+    let mut out = String::with_capacity(sql.len());
     let mut rest = sql;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);

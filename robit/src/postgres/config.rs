@@ -448,6 +448,20 @@ mod tests {
     }
 
     #[test]
+    fn a_builder_prints_its_settings_but_not_its_password() {
+        let printed = format!(
+            "{:?}",
+            PostgresDriver::builder("postgres://app:hunter2@db.internal/app").namespace("billing")
+        );
+        assert!(printed.starts_with("PostgresDriverBuilder {"), "{printed}");
+        assert!(
+            printed.contains("billing") && printed.contains("db.internal"),
+            "{printed}"
+        );
+        assert!(!printed.contains("hunter2"), "{printed}");
+    }
+
+    #[test]
     fn the_password_is_never_printed() {
         let driver = PostgresDriver::builder("postgres://app:hunter2@db.internal:5432/app")
             .listen_url("postgres://app:hunter3@db-direct:5432/app")

@@ -180,25 +180,18 @@ impl Shared {
     async fn create_schema(&self) -> Result<(), DriverError> {
         let what = "creating robit's schema";
         let created = sqlx::raw_sql(&self.statements.create).execute(&self.pool);
-        match tokio::time::timeout(self.settings.request_timeout * 5, created).await {
-            Ok(Ok(_)) => {
+        match self.bounded(what, created).await {
+            Ok(_) => {
                 tracing::info!(target: "robit", schema = %self.settings.schema, "postgres: created robit's tables and functions");
                 Ok(())
             }
-            Ok(Err(err)) => {
-                let err = error::classify(what, &self.settings.schema, err);
-                Err(if err.is_transient() {
-                    err
-                } else {
-                    DriverError::rejected(format!(
-                        "robit's tables and functions are missing from schema {} and could not \
-                         be created ({err}); have an owner run the schema file in \
-                         docs/postgres.md, or grant this role CREATE on the database",
-                        self.settings.schema
-                    ))
-                })
-            }
-            Err(_) => Err(DriverError::Timeout(self.settings.request_timeout * 5)),
+            Err(err) if err.is_transient() => Err(err),
+            Err(err) => Err(DriverError::rejected(format!(
+                "robit's tables and functions are missing from schema {} and could not be \
+                 created ({err}); have an owner run the SQL of PostgresDriver::schema_sql \
+                 (docs/postgres.md), or grant this role CREATE on the database",
+                self.settings.schema
+            ))),
         }
     }
 

@@ -219,3 +219,41 @@ async fn names_of_any_bytes_and_namespaces_of_their_own_do_not_meet() {
         Acquire::Held { .. }
     ));
 }
+
+/// An acquire held up by a row lock (a guarded commit's, here a transaction of the
+/// test's own) gives up on the server before its caller stops waiting: it never grants
+/// after the caller gave up, which would leave a grant nobody holds until its TTL ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_held_up_by_a_row_lock_fails_rather_than_grant_after_its_caller_gave_up() {
+    let server = PostgresServer::start();
+    let driver = driver(&server);
+    let ttl = Duration::from_secs(30);
+    granted(&driver, &request("job", 1, ttl)).await;
+    expire(&server, "job");
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut blocker = admin.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM robit.locks FOR SHARE")
+        .execute(&mut *blocker)
+        .await
+        .unwrap();
+    let tried = driver.acquire(&request("job", 2, ttl)).await;
+    let err = tried.expect_err("the acquire waited out the row lock");
+    assert!(
+        !matches!(err, robit::driver::DriverError::Timeout(_)),
+        "the server still waited when the caller gave up: {err}"
+    );
+    blocker.commit().await.unwrap();
+    // Had the server gone on waiting, it would grant now, to nobody.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        server.psql(&format!(
+            "SELECT count(*) FROM robit.locks WHERE owner = '{:032x}'::uuid",
+            2
+        )),
+        "0"
+    );
+}

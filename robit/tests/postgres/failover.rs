@@ -17,6 +17,20 @@ const QUARANTINE: Duration = FAULT_TTL;
 /// after its grant) comes well after the others are granted the lock on the new primary.
 const UNDETECTED_TTL: Duration = Duration::from_secs(90);
 
+/// The URL through `address`.
+fn url_of(address: &Switch) -> String {
+    format!("postgres://robit@127.0.0.1:{}/postgres", address.port())
+}
+
+/// A driver on `url` whose statements time out after 500 ms.
+fn quick(url: &str) -> PostgresDriver {
+    PostgresDriver::builder(url)
+        .request_timeout(Duration::from_millis(500))
+        .quarantine(QUARANTINE)
+        .build()
+        .unwrap()
+}
+
 /// `a` locks while the replica receives nothing (its replication link frozen), so that
 /// its grant never reaches the replica (or, not `lagging`, once the replica has its
 /// grant); the primary is then killed, the replica promoted, and the clients' address
@@ -26,7 +40,7 @@ async fn failover(detect: bool, lagging: bool) -> (FaultClients<PostgresDriver>,
     let replication = FreezingProxy::start(primary.port()).await;
     let replica = PostgresServer::start_replica(&primary, replication.port());
     let address = Switch::start(primary.port()).await;
-    let url = format!("postgres://robit@127.0.0.1:{}/postgres", address.port());
+    let url = url_of(&address);
     let ttl = if detect { FAULT_TTL } else { UNDETECTED_TTL };
     let clients = FaultClients::new(move || {
         PostgresDriver::builder(&url)
@@ -52,6 +66,17 @@ async fn failover(detect: bool, lagging: bool) -> (FaultClients<PostgresDriver>,
     replica.promote();
     address.switch_to(replica.port());
     if detect {
+        // A single try meanwhile is told why it cannot have the lock.
+        let tried = robit::Mutex::builder("failover", quick(&url_of(&address)))
+            .ttl(FAULT_TTL)
+            .build()
+            .unwrap()
+            .try_lock()
+            .await;
+        assert!(
+            matches!(tried, Err(robit::LockError::Quarantined { .. })),
+            "{tried:?}"
+        );
         clients
             .contend(FAULT_TTL + QUARANTINE + Duration::from_secs(2))
             .await;

@@ -109,3 +109,23 @@ async fn a_wrong_password_or_database_is_refused_for_good() {
     let nowhere = PostgresDriver::builder(url).build().unwrap();
     rejected_with(nowhere.ping().await, &["check the database name"]);
 }
+
+#[tokio::test]
+async fn an_owner_runs_the_schema_sql_once_and_a_role_that_may_not_create_uses_it() {
+    let server = PostgresServer::start();
+    server.psql("CREATE ROLE app LOGIN; REVOKE CREATE ON DATABASE postgres FROM PUBLIC");
+    let app = PostgresDriver::builder(server.url_as("app"))
+        .schema("locks")
+        .create_schema(false)
+        .build()
+        .unwrap();
+    // The owner runs what the driver gives, twice (it is idempotent), and grants.
+    let sql = app.schema_sql();
+    server.psql(&sql);
+    server.psql(&sql);
+    server.psql("GRANT USAGE ON SCHEMA locks TO app");
+    server.psql("GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA locks TO app");
+    app.ping().await.unwrap();
+    let lease = granted(&app, &request("job", 1, Duration::from_secs(5))).await;
+    lease.release().await.unwrap();
+}
