@@ -18,9 +18,9 @@
 //!   it.
 //!
 //! Every operation is one statement and one round trip, timed by the server's clock
-//! (`clock_timestamp()`): an acquire is a call of `acquire_v1`, a renewal an `UPDATE`
-//! that extends the row only while it is the caller's and live, a release a call of
-//! `release_v1`. Nothing is kept in a session, so the calls can go through any pool, or
+//! (`clock_timestamp()`): an acquire is a call of `acquire_v1`, a renewal one of
+//! `renew_v1` (an `UPDATE` that extends the row only while it is the caller's and live),
+//! a release one of `release_v1`; grants and renewals commit synchronously. Nothing is kept in a session, so the calls can go through any pool, or
 //! through a pooler in transaction mode ([`PostgresDriverBuilder::transaction_pooler`]).
 //!
 //! docs/postgres.md has the guarantees, the failure behaviour, poolers, permissions and
