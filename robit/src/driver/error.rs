@@ -98,3 +98,28 @@ impl DriverError {
         matches!(self, Self::Unavailable { .. } | Self::Timeout(_))
     }
 }
+
+/// A backend library's error with robit's words in front, saying what failed (the
+/// drivers' transient errors); the library's error stays its source.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
+#[derive(Debug)]
+pub(crate) struct Explained<E> {
+    /// What robit was doing.
+    pub(crate) what: &'static str,
+    /// What the library said.
+    pub(crate) source: E,
+}
+
+#[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
+impl<E: std::fmt::Display> std::fmt::Display for Explained<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.source)
+    }
+}
+
+#[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
+impl<E: std::error::Error + 'static> std::error::Error for Explained<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}

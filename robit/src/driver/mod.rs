@@ -42,6 +42,8 @@ use std::time::Duration;
 /// dependency of its own to implement them.
 pub use async_trait::async_trait;
 
+#[cfg(any(feature = "redis", feature = "etcd", feature = "postgres"))]
+pub(crate) use self::error::Explained;
 pub use self::error::{BoxError, DriverError};
 pub use self::fence::{FenceGate, FenceToken, StaleFence};
 pub use self::inspect::{Inspection, LockState};

@@ -3,7 +3,7 @@
 use etcd_client::Error;
 use tonic::Code;
 
-use crate::driver::DriverError;
+use crate::driver::{DriverError, Explained};
 
 /// etcd's answer when a request names a lease it no longer has (expired or revoked).
 pub(super) fn is_lease_gone(err: &Error) -> bool {
@@ -60,25 +60,6 @@ pub(super) fn classify(what: &'static str, err: Error) -> DriverError {
             permanent("check the endpoints and credentials", err)
         }
         _ => DriverError::unavailable(Explained { what, source: err }),
-    }
-}
-
-/// An etcd-client error with robit's explanation in front.
-#[derive(Debug)]
-struct Explained {
-    what: &'static str,
-    source: Error,
-}
-
-impl std::fmt::Display for Explained {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl std::error::Error for Explained {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
     }
 }
 

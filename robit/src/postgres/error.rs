@@ -2,7 +2,7 @@
 
 use sqlx::Error;
 
-use crate::driver::DriverError;
+use crate::driver::{DriverError, Explained};
 
 /// Classifies `err`, met while doing `what` with the tables in `schema`: transient
 /// errors are retried by the Mutex, permanent ones returned with advice.
@@ -90,25 +90,6 @@ pub(super) fn classify(what: &'static str, schema: &str, err: Error) -> DriverEr
             "Postgres refused the statement; see its message".to_owned(),
             err,
         ),
-    }
-}
-
-/// An sqlx error with robit's explanation in front.
-#[derive(Debug)]
-struct Explained {
-    what: &'static str,
-    source: Error,
-}
-
-impl std::fmt::Display for Explained {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl std::error::Error for Explained {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
     }
 }
 

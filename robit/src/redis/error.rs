@@ -5,26 +5,7 @@ use std::time::Duration;
 
 use redis::{ErrorKind, RedisError};
 
-use crate::driver::DriverError;
-
-/// A redis-rs error with robit's explanation in front.
-#[derive(Debug)]
-struct Explained {
-    what: &'static str,
-    source: RedisError,
-}
-
-impl fmt::Display for Explained {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.what, self.source)
-    }
-}
-
-impl std::error::Error for Explained {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
+use crate::driver::{DriverError, Explained};
 
 fn transient(what: &'static str, source: RedisError) -> DriverError {
     DriverError::unavailable(Explained { what, source })
