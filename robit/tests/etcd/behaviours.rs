@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use robit::RefreshError;
 use robit::etcd::EtcdDriver;
-use robit_test_support::behaviours::{self, Fault, Hook, Topology};
+use robit_test_support::behaviours::{self, FrozenLink, Topology};
 use robit_test_support::etcd::EtcdCluster;
 use robit_test_support::redis::FreezingProxy;
 
@@ -23,19 +23,6 @@ fn driver(endpoints: &[String]) -> EtcdDriver {
         .health_check(Duration::from_millis(250))
         .build()
         .unwrap()
-}
-
-/// The holder's link to the member, frozen while the fault lasts.
-struct FrozenLink<'a>(&'a FreezingProxy);
-
-impl Fault for FrozenLink<'_> {
-    fn cut(&self) -> Hook<'_, ()> {
-        Box::pin(async { self.0.freeze() })
-    }
-
-    fn heal(&self) -> Hook<'_, ()> {
-        Box::pin(async { self.0.thaw() })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use robit::postgres::PostgresDriver;
-use robit_test_support::behaviours::{self, Fault, Hook, Topology};
+use robit_test_support::behaviours::{self, FrozenLink, Topology};
 use robit_test_support::postgres::PostgresServer;
 use robit_test_support::redis::FreezingProxy;
 
@@ -20,19 +20,6 @@ fn driver(url: &str) -> PostgresDriver {
         .request_timeout(Duration::from_millis(500))
         .build()
         .unwrap()
-}
-
-/// The holder's link to the server, frozen while the fault lasts.
-struct FrozenLink<'a>(&'a FreezingProxy);
-
-impl Fault for FrozenLink<'_> {
-    fn cut(&self) -> Hook<'_, ()> {
-        Box::pin(async { self.0.freeze() })
-    }
-
-    fn heal(&self) -> Hook<'_, ()> {
-        Box::pin(async { self.0.thaw() })
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -176,6 +176,21 @@ pub trait Fault: Send + Sync {
     fn heal(&self) -> Hook<'_, ()>;
 }
 
+/// The holder's link to its server, through a proxy of the test's own, frozen while the
+/// fault lasts (new connections included).
+#[derive(Debug)]
+pub struct FrozenLink<'a>(pub &'a crate::redis::FreezingProxy);
+
+impl Fault for FrozenLink<'_> {
+    fn cut(&self) -> Hook<'_, ()> {
+        Box::pin(async { self.0.freeze() })
+    }
+
+    fn heal(&self) -> Hook<'_, ()> {
+        Box::pin(async { self.0.thaw() })
+    }
+}
+
 /// Runs every check that needs no fault, at once, each on a lock of its own.
 pub async fn healthy(topology: &Topology) {
     tokio::join!(
