@@ -264,12 +264,8 @@ impl EtcdCluster {
 
     /// Kills member `index` (SIGKILL), as a crash does: it stays down.
     pub fn kill(&mut self, index: usize) {
-        if let Some(mut child) = self.members[index].child.take() {
-            let _ = Command::new("kill")
-                .args(["-CONT", &child.id().to_string()])
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.members[index].child.take() {
+            crate::host::kill(child);
         }
     }
 

@@ -94,6 +94,16 @@ pub(crate) fn on_free_ports<T>(what: &str, mut start: impl FnMut() -> Result<T, 
     panic!("{what} could not listen: every set of free ports tried ({ATTEMPTS}) was taken")
 }
 
+/// Kills a server's process (SIGKILL), as a crash does, and reaps it: thawed first, so
+/// that a frozen one (SIGSTOP) dies too.
+pub(crate) fn kill(mut child: Child) {
+    let _ = std::process::Command::new("kill")
+        .args(["-CONT", &child.id().to_string()])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Waits until the server `what`, just spawned as `child`, is ready: `ready` holds for
 /// its log, as `log()` reads it. Readiness polling, not a timing assertion: the log,
 /// not a connection to the port, because another process may answer on a port this

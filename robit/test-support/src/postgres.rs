@@ -319,12 +319,8 @@ impl PostgresServer {
 
     /// Kills the server (SIGKILL), as a crash does.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-CONT", &child.id().to_string()])
-                .status();
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(child) = self.child.take() {
+            crate::host::kill(child);
             // Its backends outlive the postmaster for a moment; the next start waits
             // for them (the data directory's lock file).
         }
