@@ -7,6 +7,8 @@ use std::time::Duration;
 use robit::postgres::PostgresDriver;
 use robit::{Backoff, Mutex, Wait};
 use robit_test_support::kit::Captured;
+
+use super::waiting::queue;
 use robit_test_support::postgres::{Pgbouncer, PostgresServer};
 use tokio::time::Instant;
 
@@ -88,21 +90,7 @@ async fn a_listen_url_wakes_waiters_on_a_direct_connection_while_calls_go_throug
             .unwrap()
     };
     let holder = mutex().lock().await.unwrap();
-    let waiter = mutex();
-    let waiting = tokio::spawn(async move {
-        waiter
-            .lock_with(Wait::Timeout(Duration::from_secs(50)))
-            .await
-    });
-    let name = robit::driver::LockName::from("job");
-    while robit::Driver::inspect(&driver, &name)
-        .await
-        .unwrap()
-        .waiters
-        == 0
-    {
-        tokio::task::yield_now().await;
-    }
+    let waiting = queue(&driver, mutex(), Duration::from_secs(50), 1).await;
     let released = Instant::now();
     holder.unlock().await.unwrap();
     let granted = waiting.await.unwrap().unwrap();

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::Duration;
 
 use robit::driver::{AcquireRequest, LockName, Waiter};
+use robit::postgres::PostgresDriver;
 use robit::{Backoff, Driver, Mutex, Wait};
 use robit_test_support::postgres::PostgresServer;
 use tokio::time::Instant;
@@ -15,6 +16,22 @@ use super::driver::{driver, granted, held, request};
 fn waiting(owner: u128, id: u128) -> AcquireRequest {
     request("job", owner, Duration::from_secs(30))
         .with_waiter(Waiter::new(id, Duration::from_millis(100)))
+}
+
+/// Spawns `mutex`'s `lock()` on "job", waiting at most `wait`, and returns once the
+/// driver's queue for it holds `queued` waiters (this one counted).
+pub(super) async fn queue(
+    driver: &PostgresDriver,
+    mutex: Mutex,
+    wait: Duration,
+    queued: usize,
+) -> tokio::task::JoinHandle<Result<robit::Guard, robit::LockError>> {
+    let waiting = tokio::spawn(async move { mutex.lock_with(Wait::Timeout(wait)).await });
+    let name = LockName::from("job");
+    while driver.inspect(&name).await.unwrap().waiters < queued {
+        tokio::task::yield_now().await;
+    }
+    waiting
 }
 
 #[tokio::test]
@@ -68,20 +85,14 @@ async fn waiters_are_granted_in_the_order_they_came_each_woken_by_the_release() 
     let order = Arc::new(StdMutex::new(Vec::new()));
     let mut tasks = Vec::new();
     for who in 0..3 {
-        let (mutex, order) = (mutex(), Arc::clone(&order));
+        let order = Arc::clone(&order);
+        // Each queued before the next starts.
+        let waiting = queue(&driver, mutex(), Duration::from_secs(30), who + 1).await;
         tasks.push(tokio::spawn(async move {
-            let guard = mutex
-                .lock_with(Wait::Timeout(Duration::from_secs(30)))
-                .await
-                .unwrap();
+            let guard = waiting.await.unwrap().unwrap();
             order.lock().unwrap().push(who);
             guard.unlock().await.unwrap();
         }));
-        // Each queued before the next starts.
-        let name = LockName::from("job");
-        while driver.inspect(&name).await.unwrap().waiters < who + 1 {
-            tokio::task::yield_now().await;
-        }
     }
     let released = Instant::now();
     holder.unlock().await.unwrap();
@@ -103,27 +114,13 @@ async fn a_driver_on_the_application_s_pool_of_one_connection_listens_beside_it(
         .max_connections(1)
         .connect_lazy(&server.url())
         .unwrap();
-    let driver = robit::postgres::PostgresDriver::builder_with_pool(pool)
+    let driver = PostgresDriver::builder_with_pool(pool)
         .request_timeout(Duration::from_secs(1))
         .build()
         .unwrap();
     let mutex = || Mutex::builder("job", driver.clone()).build().unwrap();
     let holder = mutex().lock().await.unwrap();
-    let waiter = mutex();
-    let waiting = tokio::spawn(async move {
-        waiter
-            .lock_with(Wait::Timeout(Duration::from_secs(20)))
-            .await
-    });
-    while driver
-        .inspect(&LockName::from("job"))
-        .await
-        .unwrap()
-        .waiters
-        == 0
-    {
-        tokio::task::yield_now().await;
-    }
+    let waiting = queue(&driver, mutex(), Duration::from_secs(20), 1).await;
     // The listening connection is the waiter's now: the pool's one connection is not.
     let served = tokio::time::timeout(Duration::from_secs(30), async {
         holder.unlock().await.unwrap();
