@@ -481,6 +481,11 @@ mod tests {
             hide_password("postgres://app@db/app"),
             "postgres://app@db/app"
         );
+        // Unencoded, such a password makes the URL invalid, and the error prints it.
+        assert_eq!(
+            hide_password("postgres://app:pa/ss?w@rd@db:5432/app"),
+            "postgres://app:<hidden>@db:5432/app"
+        );
         assert_eq!(
             hide_password("postgres://db/app?user=app&password=hunter2&sslmode=prefer"),
             "postgres://db/app?user=app&password=<hidden>&sslmode=prefer"
