@@ -46,7 +46,8 @@ impl std::ops::AddAssign for Work {
 
 impl Work {
     /// A stretch's work: round trips, the commands (or statements) the server ran, its
-    /// CPU time in s, the client's.
+    /// CPU time in s, the client's. (Only the Postgres section counts its own.)
+    #[cfg(feature = "postgres")]
     pub(crate) fn new(round_trips: u64, commands: u64, server_cpu: f64, client_cpu: f64) -> Self {
         Self {
             round_trips,

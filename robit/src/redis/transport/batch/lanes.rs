@@ -2,6 +2,7 @@
 //! calls wait behind it, and the batches they go out in.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex as StdMutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -20,6 +21,8 @@ pub(in crate::redis) const MAX_BATCH_BYTES: usize = 128 * 1024;
 #[derive(Default)]
 pub(in crate::redis) struct Batches {
     lanes: StdMutex<BTreeMap<&'static str, BTreeMap<Vec<u8>, Lane>>>,
+    /// A queued call gave up waiting for its batch's answer, and that was told.
+    timeout_told: AtomicBool,
 }
 
 /// Calls of one script on one hash tag: whether one is in flight (a lead call, or a
@@ -122,6 +125,23 @@ impl LaneId {
     }
 }
 
+/// Tells that a lane's call in flight was given up on as stranded: once per takeover,
+/// and a lane is taken over at most once per `limit` (the new lead's own time in flight
+/// starts then).
+fn stranded(script: &str, in_flight_for: Duration, limit: Duration) {
+    tracing::warn!(
+        target: "robit",
+        script,
+        in_flight_ms = in_flight_for.as_millis(),
+        "a batch of {script} calls has been in flight for {} ms, longer than a call can \
+         take ({} ms, the connect and command timeouts): the driver's task that sends what \
+         queues behind it is not running (its runtime is blocked, or no longer driven); the \
+         next call goes out on its own instead of waiting for it",
+        in_flight_for.as_millis(),
+        limit.as_millis(),
+    );
+}
+
 /// The part of `key` that picks its cluster slot: what its first `{…}` holds, if that
 /// is not empty, else the whole key (Redis Cluster's rule).
 fn hash_tag(key: &[u8]) -> &[u8] {
@@ -149,7 +169,11 @@ impl Batches {
             None => tags.entry(lane.tag.clone()).or_insert_with(Lane::new),
         };
         let now = Instant::now();
-        if !lane.in_flight || now.saturating_duration_since(lane.since) > limits.stranded_after {
+        let in_flight_for = now.saturating_duration_since(lane.since);
+        if !lane.in_flight || in_flight_for > limits.stranded_after {
+            if lane.in_flight {
+                stranded(call.script_name(), in_flight_for, limits.stranded_after);
+            }
             lane.in_flight = true;
             lane.since = now;
             return Joined::Lead(call);
@@ -183,6 +207,26 @@ impl Batches {
         Some(found.take(max))
     }
 
+    /// A queued call of `script` waited `limit` (the command timeout) for its batch and
+    /// gave up. Its caller gets [`DriverError::Timeout`]; the log says, once per driver,
+    /// that the wait was for a batch, and what that means.
+    pub(super) fn queued_call_timed_out(&self, script: &str, limit: Duration) {
+        if self.timeout_told.swap(true, Ordering::Relaxed) {
+            tracing::debug!(target: "robit", script, "a queued call timed out waiting for its batch");
+            return;
+        }
+        tracing::warn!(
+            target: "robit",
+            script,
+            timeout_ms = limit.as_millis(),
+            "a {script} call queued behind the one in flight gave up after the command \
+             timeout ({} ms) without its batch's answer: the server or the link is slow or \
+             down, and calls of one kind made while one is in flight go out together once it \
+             is answered; later such timeouts are logged at DEBUG",
+            limit.as_millis(),
+        );
+    }
+
     /// Frees `lane`, failing every call that waits in it: nothing can send them.
     pub(super) fn abandon(&self, lane: &LaneId) {
         while self.next(lane, usize::MAX).is_some() {}
@@ -192,6 +236,51 @@ impl Batches {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::redis::scripts::args::{Key, RenewArgs};
+
+    fn renewal() -> ScriptCall {
+        let args = RenewArgs {
+            lock: Key::new(b"{t}", b":lock:", b"a"),
+            owner: b"owner",
+            ttl_ms: 1000,
+            lock_delay: None,
+        };
+        ScriptCall::new(&args, 0)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lane_stranded_past_its_limit_is_led_by_the_next_call_and_that_is_told_once() {
+        let captured = robit_test_support::kit::Captured::default();
+        let _logs = captured.install();
+        let told = || {
+            captured
+                .lines()
+                .into_iter()
+                .filter(|line| line.contains("longer than a call can take"))
+                .collect::<Vec<_>>()
+        };
+        let batches = Batches::default();
+        let call = renewal();
+        let lane = LaneId::of(&call);
+        let limits = Limits {
+            max_batch: 8,
+            stranded_after: Duration::from_secs(3),
+        };
+        assert!(matches!(batches.join(&lane, call, limits), Joined::Lead(_)));
+        // In flight for as long as a call may take: the next call queues, and nothing is
+        // told.
+        tokio::time::advance(limits.stranded_after).await;
+        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Queued(_)));
+        assert!(told().is_empty(), "{:#?}", told());
+        // Longer: the next call leads, and says why, once.
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Lead(_)));
+        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Queued(_)));
+        let lines = told();
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(lines[0].contains("in_flight_ms=3001"), "{lines:#?}");
+        assert!(lines[0].contains("renew"), "{lines:#?}");
+    }
 
     #[test]
     fn a_key_s_hash_tag_is_what_its_first_braces_hold_unless_they_hold_nothing() {

@@ -115,7 +115,7 @@ impl<C: Connector> Inner<C> {
         let Some(many) = call.many().filter(|_| self.settings.max_batch > 1) else {
             return self.send_alone(current, &call, acked).await;
         };
-        let lane = LaneId::of(&call);
+        let (lane, script) = (LaneId::of(&call), call.script_name());
         let settings = &self.settings;
         let limits = Limits {
             max_batch: settings.max_batch,
@@ -133,19 +133,21 @@ impl<C: Connector> Inner<C> {
                 };
                 self.send_alone(current, &call, acked).await
             }
-            Joined::Queued(answer) => self.answer_to(answer).await,
+            Joined::Queued(answer) => self.answer_to(answer, script).await,
             Joined::Full(batch, answer) => {
                 let inner = Arc::clone(self);
                 tokio::spawn(async move { inner.send_batch(batch, many, acked).await });
-                self.answer_to(answer).await
+                self.answer_to(answer, script).await
             }
         }
     }
 
-    /// A queued call's answer, once its batch is answered: within the command timeout.
+    /// A queued call's answer (a call of `script`), once its batch is answered: within
+    /// the command timeout.
     async fn answer_to(
         &self,
         answer: oneshot::Receiver<Result<Answered, DriverError>>,
+        script: &'static str,
     ) -> Result<Answered, DriverError> {
         let limit = self.settings.command_timeout;
         match tokio::time::timeout(limit, answer).await {
@@ -154,7 +156,10 @@ impl<C: Connector> Inner<C> {
                 "the call's batch was dropped unsent: the task that was to send it ended \
                  (its runtime shut down)",
             )),
-            Err(_) => Err(DriverError::Timeout(limit)),
+            Err(_) => {
+                self.batches.queued_call_timed_out(script, limit);
+                Err(DriverError::Timeout(limit))
+            }
         }
     }
 
@@ -258,6 +263,36 @@ mod tests {
             "{items:?}"
         );
         assert!(matches!(items[2], Ok(Value::Int(0))), "{items:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_queued_call_that_times_out_says_it_waited_for_its_batch_once_per_driver() {
+        let captured = robit_test_support::kit::Captured::default();
+        let _logs = captured.install();
+        let driver = RedisDriver::builder("redis://localhost").build().unwrap();
+        let limit = driver.inner.settings.command_timeout;
+        let told = || {
+            captured
+                .lines()
+                .into_iter()
+                .filter(|line| line.contains("without its batch's answer"))
+                .collect::<Vec<_>>()
+        };
+        for _ in 0..2 {
+            // A batch never answered: the sender kept, never used.
+            let (_sender, receiver) = oneshot::channel();
+            let waited = tokio::time::Instant::now();
+            let answer = driver.inner.answer_to(receiver, "renew").await;
+            assert!(
+                matches!(answer, Err(DriverError::Timeout(l)) if l == limit),
+                "{answer:?}"
+            );
+            assert_eq!(waited.elapsed(), limit);
+        }
+        let lines = told();
+        assert_eq!(lines.len(), 1, "{lines:#?}");
+        assert!(lines[0].contains("a renew call queued"), "{lines:#?}");
+        assert!(lines[0].contains("WARN"), "{lines:#?}");
     }
 
     #[test]
