@@ -344,6 +344,11 @@ async fn lagging_master_death(
         clients
             .contend_until_granted(fault, UNDETECTED_CONTENTION)
             .await;
+        let granted = clients.beliefs.first_begun_after(fault);
+        eprintln!(
+            "detection off: granted again {:?} after the master was killed",
+            granted.map(|at| at - fault)
+        );
     }
     (clients, fault)
 }

@@ -374,6 +374,25 @@ pub(crate) async fn commands_run(
     counts
 }
 
+/// How many `INFO` calls the scripts made since `CONFIG RESETSTAT`: the server's identity
+/// read for failover detection. (The `INFO` that reads this is not counted in its own
+/// answer.)
+pub(crate) async fn identity_reads(admin: &mut redis::aio::MultiplexedConnection) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query_async(admin)
+        .await
+        .unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_info:"))
+        .and_then(|stats| {
+            stats
+                .split(',')
+                .find_map(|stat| stat.strip_prefix("calls="))
+        })
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncontended_lock_and_unlock_run_six_commands_on_the_server() {
     let server = RedisServer::start();

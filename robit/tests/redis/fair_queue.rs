@@ -21,6 +21,8 @@ use robit::redis::RedisDriver;
 use robit::{Driver, Mutex};
 use support::{LONG, RedisServer, TTL, driver, request};
 
+use crate::driver::{identity_reads, reset_stats};
+
 /// Waits until the driver's hand-off subscription is live on the server: a release
 /// published before it would be lost (the driver then relies on polling, which these
 /// tests do not do).
@@ -35,6 +37,51 @@ pub(super) async fn subscribed(server: &RedisServer) {
 
 fn queued(name: &str, id: u128, poll: Duration) -> AcquireRequest {
     request(name, 100 + id).with_waiter(Waiter::new(id, poll))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attempt_that_queues_reads_no_server_identity_and_a_grant_reads_it_once() {
+    let server = RedisServer::start();
+    let driver = driver(&server);
+    let holder = granted(&driver, &request("identity", 1)).await;
+    let mut admin = server.admin().await;
+    reset_stats(&mut admin).await;
+    // Failover detection compares the server's identity with the counter's only to
+    // grant: attempts that find the lock held queue without reading it.
+    for id in [7, 8] {
+        assert!(matches!(
+            driver.acquire(&queued("identity", id, LONG)).await.unwrap(),
+            Acquire::Held { .. }
+        ));
+    }
+    assert_eq!(identity_reads(&mut admin).await, 0);
+    // The release grants the lock to waiter 7, fenced as an acquire's grant is.
+    reset_stats(&mut admin).await;
+    holder.release().await.unwrap();
+    assert_eq!(identity_reads(&mut admin).await, 1);
+    let lease = handed(&driver, &queued("identity", 7, LONG)).await;
+    // That grant runs out: its key lives on for waiter 8, whose own attempt then takes
+    // the ended grant over (acquire_rest.lua's `take`), reading the identity then, and
+    // only then.
+    assert_eq!(
+        lease.renew(Duration::from_millis(50)).await.unwrap(),
+        Renewal::Renewed
+    );
+    within(LONG, "the ended grant taken over", async {
+        loop {
+            reset_stats(&mut admin).await;
+            match driver.acquire(&queued("identity", 8, LONG)).await.unwrap() {
+                Acquire::Held { .. } => assert_eq!(identity_reads(&mut admin).await, 0),
+                Acquire::Granted(_) => {
+                    assert_eq!(identity_reads(&mut admin).await, 1);
+                    return;
+                }
+                other => panic!("expected held, then granted; got {other:?}"),
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,8 +2,8 @@
 -- a quarantine after state loss.
 --
 -- The uncontended path comes first, before any function is defined (a definition costs
--- every call that reaches it, used or not): INFO for the server's identity (with
--- failover detection on), TIME, one SET on the lock and one on the fencing counter,
+-- every call that reaches it, used or not): TIME, one SET on the lock, INFO for the
+-- server's identity (with failover detection on) and one SET on the fencing counter,
 -- with no number turned into text. Everything else follows common.lua,
 -- in acquire_rest.lua.
 --
@@ -26,9 +26,10 @@
 -- ARGV[9] lost            '1': a missing counter means lost state; '0': a new namespace
 -- ARGV[10] queued         '1': an earlier attempt of this waiter may have queued it
 -- ARGV[11] server         the identity of the server: '*' the script reads it here, from
---                         INFO, on every call, since a connection may outlive its
---                         server's role or be redirected; '/<hex digits>' as given; ''
---                         with failover detection off
+--                         INFO, on every call that grants (an attempt that queues needs
+--                         none), since a connection may outlive its server's role or be
+--                         redirected; '/<hex digits>' as given; '' with failover
+--                         detection off
 -- ARGV[12] extras?        sent with a lock-delay, or by a quorum's member: how the grant's
 --                         value ends, '<span>', '@<proposal>' or '<span>@<proposal>'; the
 --                         span is '<ttl ms>+<delay ms>' (without it, key_ms is the TTL),
@@ -40,15 +41,6 @@
 -- {2, ms, 1} when the quarantine is there because the namespace was written on another
 -- server, or another life of this one).
 local server = ARGV[11]
-if server == '*' then
-  local info = redis.call('INFO', 'server', 'replication')
-  local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
-  if not run or not replication then
-    return redis.error_reply('ERR robit: INFO names no run_id or master_replid; use Redis 7.0 '
-      .. 'or later, or turn failover detection off')
-  end
-  server = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
-end
 local t = redis.call('TIME')
 -- Unix µs; the candidate for the token: the clock's, or in a quorum the proposed one, so
 -- that the quorum's servers answer the same token (redlock.rs); and the grant as the key
@@ -75,6 +67,16 @@ local old = redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2], 'GET')
 -- this same server (its identity follows the token).
 local last
 if not old then
+  if server == '*' then
+    local info = redis.call('INFO', 'server', 'replication')
+    local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
+    if not run or not replication then
+      redis.call('DEL', KEYS[1])
+      return redis.error_reply('ERR robit: INFO names no run_id or master_replid; use Redis 7.0 '
+        .. 'or later, or turn failover detection off')
+    end
+    server = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+  end
   last = redis.call('SET', KEYS[3], candidate .. server, 'GET')
   if last and ARGV[10] ~= '1' then
     local cut = #last - #server

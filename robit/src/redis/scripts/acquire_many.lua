@@ -10,18 +10,11 @@ local micros = t[1] .. string.rep('0', 6 - #t[2]) .. t[2]
 local clock_token = tonumber(micros)
 
 -- The server's identity, as acquire.lua reads it for an item that asks ('*'): once.
+-- '*' if INFO names none: acquire.lua then answers an item it grants with the error
+-- that says so.
 local here
 local function identity()
-  if not here then
-    local info = redis.call('INFO', 'server', 'replication')
-    local run = string.match(info, 'run_id:(%x+)')
-    local replication = string.match(info, 'master_replid:(%x+)')
-    if not run or not replication then
-      -- acquire.lua answers the item with the error that says so.
-      return '*'
-    end
-    here = '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
-  end
+  here = here or server_identity() or '*'
   return here
 end
 

@@ -51,6 +51,15 @@ end
 -- counter starts at the clock even in a quorum. Or find the namespace quarantined, and
 -- undo. `read`: the counter was written already, and held `last`.
 local function fenced(old, read)
+  if server == '*' then
+    -- Read only now: an attempt that queues needs no identity.
+    server = server_identity()
+    if not server then
+      undo(old)
+      return redis.error_reply('ERR robit: INFO names no run_id or master_replid; use Redis '
+        .. '7.0 or later, or turn failover detection off')
+    end
+  end
   if not read then
     last = redis.call('SET', fence, candidate .. server, 'GET')
   end

@@ -18,6 +18,18 @@ local function millis(s, us)
   return tonumber(s) * 1000 + math.floor(tonumber(us) / 1000)
 end
 
+-- The server's identity as failover detection compares it (acquire.lua reads it the same
+-- way, before this file): '/', then the first 16 hex digits of its run_id and of its
+-- master_replid, which a restart or a promotion changes. Nil if INFO names neither.
+local function server_identity()
+  local info = redis.call('INFO', 'server', 'replication')
+  local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
+  if not run or not replication then
+    return nil
+  end
+  return '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+end
+
 -- TIME, and the server's clock in Unix milliseconds.
 local function clock()
   local t = redis.call('TIME')

@@ -21,12 +21,7 @@ local function identity()
   if ARGV[5] ~= '*' then
     return ARGV[5]
   end
-  local info = redis.call('INFO', 'server', 'replication')
-  local run, replication = string.match(info, 'run_id:(%x+)'), string.match(info, 'master_replid:(%x+)')
-  if not run or not replication then
-    return nil
-  end
-  return '/' .. string.lower(string.sub(run, 1, 16) .. string.sub(replication, 1, 16))
+  return server_identity()
 end
 
 -- Grants the lock to the waiter of queue entry `head`, taken out of the queue, if the

@@ -270,12 +270,21 @@ mod tests {
         // In flight for as long as a call may take: the next call queues, and nothing is
         // told.
         tokio::time::advance(limits.stranded_after).await;
-        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Queued(_)));
+        assert!(matches!(
+            batches.join(&lane, renewal(), limits),
+            Joined::Queued(_)
+        ));
         assert!(told().is_empty(), "{:#?}", told());
         // Longer: the next call leads, and says why, once.
         tokio::time::advance(Duration::from_millis(1)).await;
-        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Lead(_)));
-        assert!(matches!(batches.join(&lane, renewal(), limits), Joined::Queued(_)));
+        assert!(matches!(
+            batches.join(&lane, renewal(), limits),
+            Joined::Lead(_)
+        ));
+        assert!(matches!(
+            batches.join(&lane, renewal(), limits),
+            Joined::Queued(_)
+        ));
         let lines = told();
         assert_eq!(lines.len(), 1, "{lines:#?}");
         assert!(lines[0].contains("in_flight_ms=3001"), "{lines:#?}");
