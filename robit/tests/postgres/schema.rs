@@ -38,6 +38,38 @@ async fn the_first_ping_creates_the_tables_once_however_many_drivers_start_toget
     mutex.lock().await.unwrap().unlock().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schema_creation_that_times_out_is_transient_and_the_next_ping_creates_it() {
+    let server = PostgresServer::start();
+    // Another creator holds the creation's advisory lock: this driver's creation waits
+    // for it past the request timeout. That is no missing privilege, and no reason to
+    // give up for good.
+    let admin = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(1)
+        .connect(&server.url())
+        .await
+        .unwrap();
+    let mut creator = admin.begin().await.unwrap();
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('robit schema'))")
+        .execute(&mut *creator)
+        .await
+        .unwrap();
+    let driver = PostgresDriver::builder(server.url())
+        .request_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let err = driver
+        .ping()
+        .await
+        .expect_err("the creation waited out the lock");
+    assert!(
+        matches!(err, DriverError::Timeout(_)),
+        "a creation that timed out is not refused for good: {err}"
+    );
+    creator.rollback().await.unwrap();
+    driver.ping().await.unwrap();
+}
+
 #[tokio::test]
 async fn a_driver_told_not_to_create_the_schema_names_what_is_missing() {
     let server = PostgresServer::start();
