@@ -96,6 +96,11 @@ impl Mutex {
     ///
     /// `driver` is usually a cheap clone of a shared driver (drivers are handles), or an
     /// `Arc<dyn Driver>`.
+    ///
+    /// A mutex built here has a watchdog of its own (a task per runtime it holds on).
+    /// Many mutexes over one driver cost less made by one [`Locker`](crate::Locker)
+    /// ([`Locker::mutex`](crate::Locker::mutex)): they share its one renewal schedule,
+    /// and renewals that fall due together go out together.
     pub fn builder(name: impl Into<LockName>, driver: impl Driver) -> MutexBuilder {
         MutexBuilder::new(name.into(), Arc::new(driver))
     }
