@@ -325,6 +325,10 @@ async fn lagging_master_death(
     clients.warm_up().await;
     let master = master_of(&cluster, "failover", detect).await;
     let replica = cluster.replicas_of(master).await[0];
+    // The replica lags from here on, not before: had it missed the namespace's counter
+    // (written when the buckets were created), the promoted replica would take the
+    // namespace for lost and quarantine it for the TTL, with or without detection.
+    cluster.wait_replica_in_sync(master, replica).await;
     cluster.node(replica).pause();
     // What the replica's kernel has received it reads when resumed: close the link
     // before the grant, so that nothing of the grant is on its way.

@@ -188,6 +188,25 @@ impl RedisCluster {
         wait_until(&what, || this.owner_everywhere(&replicas, &slots)).await
     }
 
+    /// Waits until the replica on `replica` has everything its master on `master` wrote
+    /// so far: replication is asynchronous, and on a busy machine a replica can lag by
+    /// tens of milliseconds. Readiness polling, not a timing assertion.
+    pub async fn wait_replica_in_sync(&self, master: u16, replica: u16) {
+        for _ in 0..1_000 {
+            let written: String = run(self.node(master), "INFO", "replication").await;
+            let read: String = run(self.node(replica), "INFO", "replication").await;
+            let written = field(&written, "master_repl_offset");
+            if written.is_some() && written == field(&read, "slave_repl_offset") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "the replica on {replica} did not catch up with {master}:\n{}",
+            self.node(replica).log()
+        );
+    }
+
     /// Starts a node stopped by [`kill_master`](Self::kill_master) again. Without
     /// persistence it comes back empty, learns that its slots have a newer owner, and
     /// becomes that owner's replica; waits until it is in sync and every live node sees it
