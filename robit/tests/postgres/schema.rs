@@ -152,6 +152,25 @@ async fn a_wrong_password_or_database_is_refused_for_good() {
     let url = server.url().replace("/postgres", "/nowhere");
     let nowhere = PostgresDriver::builder(url).build().unwrap();
     rejected_with(nowhere.ping().await, &["check the database name"]);
+    // The server trusts loopback, so no password is wrong here; a role it does not know
+    // is refused the same way (invalid_authorization_specification).
+    let nobody = PostgresDriver::builder(server.url_as("nobody"))
+        .build()
+        .unwrap();
+    rejected_with(nobody.ping().await, &["check the user and password"]);
+}
+
+#[tokio::test]
+async fn a_schema_dropped_under_a_running_driver_is_refused_for_good_and_says_so() {
+    let server = PostgresServer::start();
+    let driver = driver(&server);
+    driver.ping().await.unwrap();
+    server.psql("DROP SCHEMA robit CASCADE");
+    let tried = driver
+        .acquire(&request("job", 1, Duration::from_secs(5)))
+        .await
+        .map(drop);
+    rejected_with(tried, &["missing from schema robit", "create_schema"]);
 }
 
 #[tokio::test]
