@@ -81,3 +81,33 @@ pub(super) fn hide_password(url: &str) -> String {
     };
     format!("{scheme}://{authority}{tail}")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_mode_that_insists_on_tls_is_taken_as_requiring_it() {
+        let mode = |url: &str| required_tls(url);
+        assert_eq!(
+            mode("postgres://h/db?sslmode=require"),
+            Some("require".into())
+        );
+        assert_eq!(
+            mode("postgres://h/db?application_name=a&ssl-mode=VERIFY_FULL"),
+            Some("VERIFY_FULL".into())
+        );
+        assert_eq!(
+            mode("postgres://h/db?sslmode=verify-ca"),
+            Some("verify-ca".into())
+        );
+        for url in [
+            "postgres://h/db",
+            "postgres://h/db?sslmode=prefer",
+            "postgres://h/db?sslmode=disable",
+            "postgres://h/db?xsslmode=require",
+        ] {
+            assert_eq!(mode(url), None, "{url}");
+        }
+    }
+}
