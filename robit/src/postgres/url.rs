@@ -88,17 +88,16 @@ mod tests {
 
     #[test]
     fn only_a_mode_that_insists_on_tls_is_taken_as_requiring_it() {
-        let mode = |url: &str| required_tls(url);
         assert_eq!(
-            mode("postgres://h/db?sslmode=require"),
+            required_tls("postgres://h/db?sslmode=require"),
             Some("require".into())
         );
         assert_eq!(
-            mode("postgres://h/db?application_name=a&ssl-mode=VERIFY_FULL"),
+            required_tls("postgres://h/db?application_name=a&ssl-mode=VERIFY_FULL"),
             Some("VERIFY_FULL".into())
         );
         assert_eq!(
-            mode("postgres://h/db?sslmode=verify-ca"),
+            required_tls("postgres://h/db?sslmode=verify-ca"),
             Some("verify-ca".into())
         );
         for url in [
@@ -107,7 +106,7 @@ mod tests {
             "postgres://h/db?sslmode=disable",
             "postgres://h/db?xsslmode=require",
         ] {
-            assert_eq!(mode(url), None, "{url}");
+            assert_eq!(required_tls(url), None, "{url}");
         }
     }
 }

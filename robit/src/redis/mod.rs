@@ -37,7 +37,7 @@
 //!
 //! A failover to a replica that lagged, or a restart from a snapshot or an AOF, brings
 //! back the counter but not the last grants. The counter records the server that
-//! granted in it, every acquire reads which server it runs on, and an acquire on a
+//! granted in it, every grant reads which server it runs on, and an acquire on a
 //! server other than the namespace's (or another life of it) quarantines the namespace
 //! as after a loss ([`RedisDriverBuilder::detect_failover`], on by default). A grant or
 //! renewal can also be made to wait for replicas

@@ -344,7 +344,8 @@ async fn a_failback_to_the_old_primary_is_a_failover_too_though_its_run_id_is_th
 /// nor refuses them until a write comes), so an identity learned when the connection
 /// opened would name the first life, which the old primary's counter — missing the new
 /// primary's writes — names too, and the lock would be granted at once while `d` still
-/// believes in its grant. The acquire script reads the identity itself, on every call.
+/// believes in its grant. The acquire script reads the identity itself, on every call
+/// that grants.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connection_idle_through_a_failover_and_back_takes_its_server_for_another_life() {
     fail_over_and_back(true).await;

@@ -142,7 +142,7 @@ const INFO_ASKED: &[u8] = b"*3\r\n$4\r\nINFO\r\n$6\r\nserver\r\n$11\r\nreplicati
 const INFO_REPLY: &str = "$130\r\n# Server\r\nrun_id:0123456789ABCDEF0123456789abcdef01234567\r\n\
                           # Replication\r\nmaster_replid:fedcba9876543210fedcba9876543210fedcba98\r\n\r\n";
 /// What the acquire script is sent for the server's identity: "read it here, from INFO",
-/// on every call, since a connection can outlive its server's role.
+/// on every call that grants, since a connection can outlive its server's role.
 const SERVER: &str = "*";
 
 const NAMESPACE: &str = "ns-1";

@@ -55,6 +55,9 @@ local function fenced(old, read)
     -- Read only now: an attempt that queues needs no identity.
     server = server_identity()
     if not server then
+      -- A server too old for detection: put the lock's key back. A queue entry of the
+      -- caller's that a hand-off took out stays out: the caller fails for good, and
+      -- waits no more.
       undo(old)
       return redis.error_reply('ERR robit: INFO names no run_id or master_replid; use Redis '
         .. '7.0 or later, or turn failover detection off')

@@ -6,12 +6,12 @@
 //! the lock keys that would keep others out are gone. The fencing counter survives, so
 //! the namespace does not look lost. What changed is the server: the namespace's counter
 //! records the identity of the server that last granted in it (`<token>/<identity>`,
-//! see `redis/keys.rs`), every acquire reads the identity of the server it runs on, and
+//! see `redis/keys.rs`), every grant reads the identity of the server it runs on, and
 //! the acquire script quarantines the namespace when the two differ.
 //!
 //! The acquire script reads the identity of the server it runs on (`INFO server
-//! replication`, from inside the script), on every call: a connection can outlive a
-//! change of its server's role. `REPLICAOF` neither closes a demoted primary's
+//! replication`, from inside the script), on every call that grants: a connection can
+//! outlive a change of its server's role. `REPLICAOF` neither closes a demoted primary's
 //! connections nor refuses them until a write arrives on them, so a connection idle
 //! through a failover and a failback, and an identity learned when it opened, would take
 //! the old primary, back with an older namespace, for the life that wrote it. The

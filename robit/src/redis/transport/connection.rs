@@ -93,7 +93,8 @@ impl<C: Connector> Inner<C> {
     /// it close the connection instead.
     ///
     /// The identity it answers is not learned here but asked for ([`Identity::ASK`]):
-    /// the acquire script reads the identity of the server it runs on, on every call. A
+    /// the acquire script reads the identity of the server it runs on, on every call that
+    /// grants. A
     /// connection outlives a change of its server's role (`REPLICAOF` neither closes a
     /// demoted primary's connections nor refuses them until a write arrives), so an
     /// identity learned once would name a life of the server that has ended.
