@@ -101,4 +101,6 @@ local head = redis.call('LPOP', KEYS[2])
 if not head then
   return 1
 end
-return grant_to(head, t, now) or hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], t, now, head)
+-- Granted or reserved to the first waiter; or, when no entry left in the queue is one
+-- robit wrote (hand_off skips those), released with nobody waiting.
+return grant_to(head, t, now) or hand_off(KEYS[1], KEYS[2], ARGV[2], ARGV[3], t, now, head) or 1
