@@ -54,13 +54,7 @@ async fn a_lock_that_keeps_failing_warns_with_the_cause_once_then_once_a_minute(
     let _default = captured.install();
     let driver = FaultyDriver::new();
     let mutex = Mutex::builder("payroll", driver.clone()).build().unwrap();
-    let warnings = || {
-        captured
-            .lines()
-            .into_iter()
-            .filter(|line| line.contains("keeps failing"))
-            .collect::<Vec<_>>()
-    };
+    let warnings = || captured.lines_with("keeps failing");
 
     // A few failures are retried quietly.
     driver.set_acquire(AcquireFault::FailTransient(4));

@@ -17,6 +17,13 @@ pub(super) fn driver(server: &PostgresServer) -> PostgresDriver {
 }
 
 /// A single try for `name` by a fresh owner, for `ttl`.
+/// A superuser session of the test's own, beside the drivers: one that holds a row or
+/// advisory lock open in a transaction, say.
+pub(super) async fn admin(server: &PostgresServer) -> sqlx::PgConnection {
+    use sqlx::Connection as _;
+    sqlx::PgConnection::connect(&server.url()).await.unwrap()
+}
+
 pub(super) fn request(name: &str, owner: u128, ttl: Duration) -> AcquireRequest {
     AcquireRequest::new(LockName::from(name), OwnerToken::from_u128(owner), ttl)
 }
@@ -230,12 +237,8 @@ async fn an_acquire_held_up_by_a_row_lock_fails_rather_than_grant_after_its_call
     let ttl = Duration::from_secs(30);
     granted(&driver, &request("job", 1, ttl)).await;
     expire(&server, "job");
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server.url())
-        .await
-        .unwrap();
-    let mut blocker = admin.begin().await.unwrap();
+    let mut admin = admin(&server).await;
+    let mut blocker = sqlx::Connection::begin(&mut admin).await.unwrap();
     sqlx::query("SELECT 1 FROM robit.locks FOR SHARE")
         .execute(&mut *blocker)
         .await

@@ -8,7 +8,7 @@ use robit::postgres::PostgresDriver;
 use robit::{Driver, Mutex};
 use robit_test_support::postgres::PostgresServer;
 
-use super::driver::{driver, granted, request};
+use super::driver::{admin, driver, granted, request};
 
 fn rejected_with(result: Result<(), DriverError>, words: &[&str]) {
     let err = result.expect_err("an error");
@@ -45,12 +45,8 @@ async fn a_schema_creation_that_times_out_is_transient_and_the_next_ping_creates
     // for it past the request timeout (long enough for the connection and the check
     // before it, so that only the creation can time out). That is no missing privilege,
     // and no reason to give up for good.
-    let admin = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(1)
-        .connect(&server.url())
-        .await
-        .unwrap();
-    let mut creator = admin.begin().await.unwrap();
+    let mut admin = admin(&server).await;
+    let mut creator = sqlx::Connection::begin(&mut admin).await.unwrap();
     sqlx::query("SELECT pg_advisory_xact_lock(hashtext('robit schema'))")
         .execute(&mut *creator)
         .await

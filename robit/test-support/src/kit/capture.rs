@@ -37,6 +37,14 @@ impl Captured {
             .map(str::to_owned)
             .collect()
     }
+
+    /// The lines captured so far that contain `words`.
+    pub fn lines_with(&self, words: &str) -> Vec<String> {
+        self.lines()
+            .into_iter()
+            .filter(|line| line.contains(words))
+            .collect()
+    }
 }
 
 impl Captured {

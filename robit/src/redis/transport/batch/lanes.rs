@@ -252,13 +252,7 @@ mod tests {
     async fn a_lane_stranded_past_its_limit_is_led_by_the_next_call_and_that_is_told_once() {
         let captured = robit_test_support::kit::Captured::default();
         let _logs = captured.install();
-        let told = || {
-            captured
-                .lines()
-                .into_iter()
-                .filter(|line| line.contains("longer than a call can take"))
-                .collect::<Vec<_>>()
-        };
+        let told = || captured.lines_with("longer than a call can take");
         let batches = Batches::default();
         let call = renewal();
         let lane = LaneId::of(&call);

@@ -271,13 +271,7 @@ mod tests {
         let _logs = captured.install();
         let driver = RedisDriver::builder("redis://localhost").build().unwrap();
         let limit = driver.inner.settings.command_timeout;
-        let told = || {
-            captured
-                .lines()
-                .into_iter()
-                .filter(|line| line.contains("without its batch's answer"))
-                .collect::<Vec<_>>()
-        };
+        let told = || captured.lines_with("without its batch's answer");
         for _ in 0..2 {
             // A batch never answered: the sender kept, never used.
             let (_sender, receiver) = oneshot::channel();
